@@ -1,0 +1,81 @@
+// kda/numerics.h — scalar functions shared by the CPU backend and the CUDA kernels, so that
+// both evaluate SPEC §3 with the same formulas (fp32 throughout).
+//
+// Sources: the gate and the l2 norm follow flash-linear-attention (fla/ops/kda: gate
+// `-exp(A_log)·softplus(z + dt_bias)`, lower-bound form `lower_bound·sigmoid(exp(A_log)·z)`,
+// l2norm `x / sqrt(Σx² + 1e-6)`); the gated RMSNorm is fla's FusedRMSNormGated with a
+// sigmoid gate (Kimi Linear / vLLM KimiDeltaAttention).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define KDA_HD __host__ __device__ __forceinline__
+#else
+#define KDA_HD inline
+#endif
+
+namespace kda {
+
+/// Softplus threshold: softplus(z) = z for z > 20 (fla, PyTorch).
+inline constexpr float kSoftplusThreshold = 20.0f;
+/// The l2-norm epsilon of q and k (fla `l2norm_fwd`, eps = 1e-6 inside the sqrt).
+inline constexpr float kL2Eps = 1e-6f;
+/// q scale 128^-0.5.
+inline constexpr float kQScale = 0.08838834764831845f;
+
+KDA_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+KDA_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+/// bf16 bit pattern -> fp32 (exact).
+KDA_HD float bf16_to_f32(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+
+/// fp32 -> bf16 bit pattern, round to nearest even; NaN stays NaN (quiet).
+KDA_HD uint16_t f32_to_bf16(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+/// fp32 rounded through bf16 (what a bf16 store then load gives).
+KDA_HD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+
+KDA_HD float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+KDA_HD float softplusf_(float z) { return z > kSoftplusThreshold ? z : log1pf(expf(z)); }
+
+/// Activated gate g (SPEC §3): z already includes dt_bias; a = exp(A_log[h]).
+///   softplus gate:    g = -a · softplus(z)
+///   lower-bound gate: g = lower_bound · sigmoid(a · z)
+KDA_HD float activate_gate(float z, float a, bool has_lower_bound, float lower_bound) {
+  return has_lower_bound ? lower_bound * sigmoidf_(a * z) : -a * softplusf_(z);
+}
+
+/// Decay factor e = exp(g). Record-mode verify, commit and the fused fold all use this one
+/// function so that commit(n) reproduces the per-token state bitwise (SPEC §4, §8).
+KDA_HD float decay_of(float g) { return expf(g); }
+
+/// SiLU of the conv output.
+KDA_HD float silu(float a) { return a * sigmoidf_(a); }
+
+}  // namespace kda

@@ -1,0 +1,91 @@
+// src/plan.cpp — the planner: a pure host function from (step key, policy, layer, device)
+// to a plan. See kda/plan.h; thresholds in kda/heuristics.h.
+#include <sstream>
+#include <stdexcept>
+
+#include "kda/cuda/config.h"
+#include "kda/heuristics.h"
+#include "kda/plan.h"
+
+namespace kda {
+
+std::string Plan::describe() const {
+  std::ostringstream os;
+  os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode)
+     << " split " << split << " threads " << threads << " ctas " << ctas << " smem " << smem;
+  return os.str();
+}
+
+int choose_split(int64_t items, int sms) {
+  int s = 1;
+  while (s < heuristics::kMaxSplit && items * s < int64_t(heuristics::kSplitTargetCtasPerSm) * sms) s *= 2;
+  return s;
+}
+
+Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer,
+               const DeviceInfo& dev) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("policy for step " + key.describe() + ": " + why);
+  };
+  if (key.q < 1 || key.q > kMaxQ)
+    fail("q must be in [1, 16], got " + std::to_string(key.q));
+  if (key.mode == StepMode::kDecode && key.q != 1)
+    fail("decode steps have q = 1, got q = " + std::to_string(key.q));
+  if (key.B < 0) fail("B must be >= 0, got " + std::to_string(key.B));
+
+  Plan plan;
+  plan.key = key;
+  plan.pitch = policy.pitch;
+
+  // ---- gate mode ----------------------------------------------------------------------
+  GateMode gm = policy.gate_mode;
+  if (gm == GateMode::kAuto) gm = layer.has_f_b ? GateMode::kPerItem : GateMode::kPrecomputed;
+  if ((gm == GateMode::kPerItem || gm == GateMode::kShared) && !layer.has_f_b)
+    fail(std::string("gate mode ") + gate_mode_name(gm) + " needs f_b_weight, which the layer was built without");
+
+  if (dev.device == Device::kCPU) {
+    if (policy.variant != Variant::kAuto && policy.variant != Variant::kCpu)
+      fail(std::string("variant '") + variant_name(policy.variant) + "' needs the CUDA backend; the operands are on the CPU");
+    plan.variant = Variant::kCpu;
+    // The CPU backend computes one F_B pass per item; mode 1 is the same arithmetic.
+    plan.gate_mode = gm == GateMode::kShared ? GateMode::kPerItem : gm;
+    return plan;
+  }
+
+  // ---- CUDA ---------------------------------------------------------------------------
+  if (layer.W != 4) fail("the CUDA kernels need W = 4 conv taps, the layer has W = " + std::to_string(layer.W));
+  if (gm == GateMode::kShared)
+    fail("gate mode 1 (shared) needs a variant that owns several requests of a head; none is built yet");
+  plan.gate_mode = gm;
+
+  const int64_t items = int64_t(key.B) * layer.H;
+  Variant v = policy.variant;
+  int split = 1;
+  switch (v) {
+    case Variant::kAuto:
+      split = dev.clusters ? choose_split(items, dev.sms) : 1;
+      v = split > 1 ? Variant::kSplit : Variant::kWide;
+      break;
+    case Variant::kSplit:
+      if (!dev.clusters) fail("variant 'split' needs thread-block clusters (sm_90 or newer)");
+      split = std::max(2, choose_split(items, dev.sms));
+      break;
+    case Variant::kWide:
+      split = 1;
+      break;
+    default:
+      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide)");
+  }
+  plan.variant = v;
+  plan.split = split;
+  plan.threads = cuda_config::threads_for_split(split);
+  plan.ctas = items * split;
+  plan.smem = cuda_config::StepSmem{key.q, split}.bytes();
+  if (dev.smem_optin > 0 && plan.smem > dev.smem_optin)
+    fail("needs " + std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
+         std::to_string(dev.smem_optin));
+  plan.fused_one_launch = true;
+  return plan;
+}
+
+}  // namespace kda
