@@ -13,6 +13,7 @@ std::string Plan::describe() const {
   std::ostringstream os;
   os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode)
      << " split " << split << " threads " << threads << " ctas " << ctas << " smem " << smem;
+  if (variant == Variant::kStream) os << " items/cta " << items_per_cta;
   return os.str();
 }
 
@@ -59,12 +60,21 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   plan.gate_mode = gm;
 
   const int64_t items = int64_t(key.B) * layer.H;
+  const cuda_config::StreamSmem ss{key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4,
+                                   key.mode == StepMode::kFused};
+  // 1 KiB of headroom: the Stream kernel's static shared memory (its plan ring)
+  const bool stream_fits =
+      layer.stream_ok && layer.window >= layer.W - 2 + key.q && ss.bytes() + 1024 <= dev.smem_optin;
   Variant v = policy.variant;
   int split = 1;
   switch (v) {
     case Variant::kAuto:
-      split = dev.clusters ? choose_split(items, dev.sms) : 1;
-      v = split > 1 ? Variant::kSplit : Variant::kWide;
+      v = heuristics::auto_variant(items);
+      if (v == Variant::kStream && !stream_fits) v = Variant::kWide;
+      if (v == Variant::kSplit) {
+        if (!dev.clusters) v = Variant::kWide;
+        else split = std::max(2, choose_split(items, dev.sms));
+      }
       break;
     case Variant::kSplit:
       if (!dev.clusters) fail("variant 'split' needs thread-block clusters (sm_90 or newer)");
@@ -73,15 +83,33 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     case Variant::kWide:
       split = 1;
       break;
+    case Variant::kStream:
+      if (!layer.stream_ok)
+        fail("variant 'stream' needs 16-byte aligned operands (stream_layout): conv slot stride, SD column stride, "
+             "dense DS windows, state slot stride");
+      if (!stream_fits)
+        fail("variant 'stream' needs " + std::to_string(ss.bytes()) + " bytes of shared memory, the device allows " +
+             std::to_string(dev.smem_optin));
+      break;
     default:
-      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide)");
+      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide, stream)");
   }
   plan.variant = v;
   plan.split = split;
+  if (v == Variant::kStream) {
+    plan.threads = cuda_config::kStreamThreads;
+    const int per_sm = ss.bytes() <= heuristics::kStreamTwoPerSmBytes ? 2 : 1;
+    const int64_t slots = int64_t(per_sm) * dev.sms;
+    plan.items_per_cta = std::max<int64_t>(1, (items + slots - 1) / slots);
+    plan.ctas = (items + plan.items_per_cta - 1) / plan.items_per_cta;
+    plan.smem = ss.bytes();
+    plan.fused_one_launch = true;
+    return plan;
+  }
   plan.threads = cuda_config::threads_for_split(split);
   plan.ctas = items * split;
   plan.smem = cuda_config::StepSmem{key.q, split}.bytes();
-  if (dev.smem_optin > 0 && plan.smem > dev.smem_optin)
+  if (dev.smem_optin > 0 && plan.smem + 1024 > dev.smem_optin)
     fail("needs " + std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
          std::to_string(dev.smem_optin));
   plan.fused_one_launch = true;

@@ -155,8 +155,13 @@ std::optional<StreamLayout> stream_layout(const StreamOperands& ops, int q) {
   const int64_t chan_stride = ops.conv_dim_first ? cs.strides[1] : cs.strides[2];
   if (window < ops.W - 2 + q) return std::nullopt;
   if ((cs.strides[0] * es) % 16) return std::nullopt;
-  if (!ops.conv_dim_first && (cs.strides[1] * es) % 16) return std::nullopt;  // SD row of 3D channels
-  if (!ops.conv_dim_first && chan_stride != 1) return std::nullopt;
+  if (ops.conv_dim_first) {
+    // DS: each head section (128 channels × window) must be one contiguous run
+    if (cs.strides[2] != 1 || cs.strides[1] != window) return std::nullopt;
+  } else {
+    // SD: a column of 3D channels is contiguous; columns 16-byte aligned
+    if (chan_stride != 1 || (cs.strides[1] * es) % 16) return std::nullopt;
+  }
   if (ops.input_row_stride_bytes % 16 || ops.out_row_stride_bytes % 16) return std::nullopt;
   if (ops.state.defined() && (ops.state.strides[0] * int64_t(dtype_size(ops.state.dtype))) % 16) return std::nullopt;
   if (reinterpret_cast<uintptr_t>(cs.data) % 16) return std::nullopt;
@@ -195,6 +200,8 @@ struct PreparedKda::Impl {
   Policy default_policy;
   std::unordered_map<StepKey, Policy, StepKeyHash> policies;
   std::unordered_map<StepKey, Plan, StepKeyHash> plans;
+  /// Stream plans whose run-time inputs turn out not 16-byte aligned run this plan instead.
+  std::unordered_map<StepKey, Plan, StepKeyHash> fallback_plans;
   LayerShape planned_for;  // the layer facts the stored plans were made with
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Buffer> conv_w, norm_w, arrivals;
@@ -209,7 +216,9 @@ struct PreparedKda::Impl {
   };
   CacheFacts validate_caches(const Caches& c, bool records, bool pending) const;
   LayerShape layer_shape(const Caches& c) const;
+  bool stream_inputs_ok(const InputViews& in, const TensorView& out) const;
   const Plan& plan(const StepKey& key, const Caches& c);
+  const Plan& fallback_plan(const StepKey& key, const Plan& stream_plan);
   void step(const InputViews& in, const TensorView& out, const Caches& caches, const StepArgs& a,
             int64_t pitch_seen);
   void fold(const Caches& c, const TensorView& slots, const TensorView& record_rows,
@@ -418,14 +427,34 @@ LayerShape PreparedKda::Impl::layer_shape(const Caches& c) const {
   ls.W = W;
   ls.state_bf16 = c.state.defined() && c.state.dtype == DType::kBF16;
   ls.has_f_b = w.f_b_weight.defined();
-  ls.stream_ok = false;
+  const TensorView& cs = c.conv_state;
+  if (cs.defined() && cs.ndim == 3) {
+    ls.window = int(conv_dim_first ? cs.shape[2] : cs.shape[1]);
+    ls.conv_bytes = int(dtype_size(cs.dtype));
+    // caches side of stream_layout (the inputs are checked per run: Impl::stream_inputs_ok)
+    StreamOperands ops;
+    ops.conv_state = cs;
+    ops.state = c.state;
+    ops.conv_dim_first = conv_dim_first;
+    ops.W = W;
+    ls.stream_ok = stream_layout(ops, 1).has_value() && reinterpret_cast<uintptr_t>(c.state.data) % 16 == 0;
+  }
   return ls;
+}
+
+bool PreparedKda::Impl::stream_inputs_ok(const InputViews& in, const TensorView& out) const {
+  for (const TensorView* t : {&in.qkv, &in.gate_in, &in.out_gate})
+    if (reinterpret_cast<uintptr_t>(t->data) % 16 || (t->strides[0] * 2) % 16) return false;
+  (void)out;  // out is written with plain stores
+  return true;
 }
 
 const Plan& PreparedKda::Impl::plan(const StepKey& key, const Caches& c) {
   const LayerShape ls = layer_shape(c);
-  if (ls.state_bf16 != planned_for.state_bf16 || ls.stream_ok != planned_for.stream_ok) {
+  if (ls.state_bf16 != planned_for.state_bf16 || ls.stream_ok != planned_for.stream_ok ||
+      ls.window != planned_for.window || ls.conv_bytes != planned_for.conv_bytes) {
     plans.clear();  // cache facts changed: plan again (host work only)
+    fallback_plans.clear();
     planned_for = ls;
   }
   auto it = plans.find(key);
@@ -435,6 +464,19 @@ const Plan& PreparedKda::Impl::plan(const StepKey& key, const Caches& c) {
   Plan p = plan_step(key, pol, ls, backend->info());
   backend->prepare_plan(p);
   return plans.emplace(key, p).first->second;
+}
+
+const Plan& PreparedKda::Impl::fallback_plan(const StepKey& key, const Plan& stream_plan) {
+  auto it = fallback_plans.find(key);
+  if (it != fallback_plans.end()) return it->second;
+  LayerShape ls = planned_for;
+  ls.stream_ok = false;
+  Policy pol;
+  pol.pitch = stream_plan.pitch;
+  pol.gate_mode = stream_plan.gate_mode;
+  Plan p = plan_step(key, pol, ls, backend->info());
+  backend->prepare_plan(p);
+  return fallback_plans.emplace(key, p).first->second;
 }
 
 void PreparedKda::prepare(const Caches& caches) {
@@ -485,7 +527,9 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   const bool records = a.mode == StepMode::kRecord || a.mode == StepMode::kFused;
   const bool fused = a.mode == StepMode::kFused;
   auto facts = validate_caches(caches, records, fused);
-  const Plan& pl = plan(key, caches);
+  const Plan* plp = &plan(key, caches);
+  if (plp->variant == Variant::kStream && !stream_inputs_ok(in, out)) plp = &fallback_plan(key, *plp);
+  const Plan& pl = *plp;
   const int gm = int(pl.gate_mode);
 
   // ---- input views --------------------------------------------------------------------
@@ -540,8 +584,9 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   if (a.record_rows.defined() && !records)
     bad("record_rows", "none for " + std::string(mode_name(a.mode)) + " steps (record/fused only)", a.record_rows.describe());
   check_index_vector(a.record_rows, "record_rows", B);
-  for (const TensorView* t : {&a.accepted, &a.out_slots, &a.record_rows})
-    if (t->defined()) expect_device(*t, "index tensors", dev, id);
+  if (a.accepted.defined()) expect_device(a.accepted, "accepted", dev, id);
+  if (a.out_slots.defined()) expect_device(a.out_slots, "out_slots", dev, id);
+  if (a.record_rows.defined()) expect_device(a.record_rows, "record_rows", dev, id);
   if (facts.window < W - 2 + a.q)
     bad("conv_state", "window >= W - 2 + q = " + std::to_string(W - 2 + a.q), std::to_string(facts.window));
   if (records && a.q > facts.Qr) bad("correction", "Qr >= q = " + std::to_string(a.q), std::to_string(facts.Qr));
@@ -615,6 +660,8 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   p.norm_w = static_cast<const float*>(norm_w->data());
   p.error_flags = backend->error_flags();
   p.error_index = backend->error_index();
+  p.items_per_cta = pl.items_per_cta;
+  p.conv_dim_first = conv_dim_first;
   backend->step(p, pl, a.stream);
 }
 

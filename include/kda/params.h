@@ -85,6 +85,10 @@ struct StepParams {
   // ---- fused mode on CUDA: pending[row] is shared by the H items of a request, so the last
   // item to arrive (atomic count per records row, self-resetting) zeroes it.
   int32_t* arrivals = nullptr;  ///< [rows_r] int32, zero between launches
+
+  // ---- launch facts the kernels need (set by the CUDA backend from the plan) -------------
+  int64_t items_per_cta = 1;  ///< Stream: contiguous items of one persistent CTA
+  int32_t conv_dim_first = 1; ///< Stream: window layout in its stage (1 DS, 0 SD)
 };
 
 /// commit / flush (SPEC §4): fold records into checkpoints. Never touches the conv window.

@@ -27,7 +27,9 @@ struct LayerShape {
   int W = 4;
   bool state_bf16 = false;
   bool has_f_b = true;  ///< F_B given (gate modes 0, 1 possible)
-  bool stream_ok = false;  ///< stream_layout() accepted the operands (16-byte async copies)
+  bool stream_ok = false;  ///< stream_layout() accepted the caches (16-byte async copies)
+  int window = 0;          ///< conv window columns of the caches
+  int conv_bytes = 2;      ///< 2 (bf16) or 4 (fp32) conv window elements
 };
 
 /// A decided plan for one step key.
@@ -40,6 +42,7 @@ struct Plan {
   int64_t ctas = 0;       ///< grid size (CTAs)
   int64_t smem = 0;       ///< dynamic shared memory per CTA (bytes)
   int64_t pitch = 0;      ///< packed pitch the plan was made for (0 = any)
+  int64_t items_per_cta = 1;     ///< Stream: items of one persistent CTA
   bool fused_one_launch = true;  ///< fused mode runs in one launch (else flush + record)
   std::string describe() const;
 };

@@ -21,11 +21,12 @@ struct RequestPlan {
   RequestKind kind = RequestKind::kPad;
   uint32_t flags = 0;
   int32_t accepted = 1;  ///< conv offset off = accepted - 1
-  int64_t win_in = 0;    ///< conv slot read
-  int64_t win_out = 0;   ///< conv slot written (decode: out_slots[b]; else win_in)
-  int64_t state_in = 0;  ///< state slot read (decode slot, per-token start, checkpoint)
-  int64_t state_out = 0; ///< decode: out slot; fused: checkpoint (after the fold)
-  int64_t row = 0;       ///< records row (record / fused)
+  // Slot and row ids (int32 like the index tensors); offsets are formed in int64 at use.
+  int32_t win_in = 0;    ///< conv slot read
+  int32_t win_out = 0;   ///< conv slot written (decode: out_slots[b]; else win_in)
+  int32_t state_in = 0;  ///< state slot read (decode slot, per-token start, checkpoint)
+  int32_t state_out = 0; ///< decode: out slot; fused: checkpoint (after the fold)
+  int32_t row = 0;       ///< records row (record / fused)
   int32_t pending = 0;   ///< records to fold first (fused)
 };
 
@@ -40,7 +41,7 @@ KDA_HD int64_t slot_at(const StepParams& p, int b, int t) {
 /// (slots, accepted, out_slots, record_rows, pending).
 KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
   RequestPlan r;
-  const int64_t s0 = slot_at(p, b, 0);
+  const int32_t s0 = int32_t(slot_at(p, b, 0));
   if (is_pad_id(s0, p.null_slot)) {
     r.kind = RequestKind::kPad;
     return r;
@@ -60,7 +61,7 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
   switch (StepMode(p.mode)) {
     case StepMode::kDecode: {
       if (p.out_slots) {
-        const int64_t os = p.out_slots[int64_t(b) * p.out_slots_stride];
+        const int32_t os = p.out_slots[int64_t(b) * p.out_slots_stride];
         if (os < 0 || os >= p.conv_slots || os >= p.state_slots || os == p.null_slot)
           f |= kRowRange;
         r.win_out = os;
@@ -70,7 +71,7 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
     }
     case StepMode::kPerToken: {
       if (acc_ok) {
-        const int64_t st = slot_at(p, b, acc - 1);
+        const int32_t st = int32_t(slot_at(p, b, acc - 1));
         if (is_pad_id(st, p.null_slot)) f |= kPadStart;
         else if (st >= p.state_slots) f |= kSlotRange;
         r.state_in = st;
@@ -83,12 +84,12 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
     }
     case StepMode::kRecord:
     case StepMode::kFused: {
-      const int64_t row = p.record_rows ? p.record_rows[int64_t(b) * p.record_rows_stride] : s0;
+      const int32_t row = p.record_rows ? p.record_rows[int64_t(b) * p.record_rows_stride] : s0;
       const bool row_ok = row >= 0 && row < p.record_rows_n && row != p.null_slot;
       if (!row_ok) f |= kRowRange;
       r.row = row;
       if (p.mode == int32_t(StepMode::kFused) && row_ok) {
-        const int32_t pend = p.pending[row * p.pending_stride];
+        const int32_t pend = p.pending[int64_t(row) * p.pending_stride];
         if (!(pend == 0 || pend == acc) || pend > p.Qr || pend < 0) f |= kPending;
         r.pending = pend;
       }

@@ -16,24 +16,54 @@ inline constexpr int warps_for_split(int split) { return split == 1 ? 8 : 4; }
 inline constexpr int threads_for_split(int split) { return 32 * warps_for_split(split); }
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 
-/// Shared-memory layout of the step kernel, in floats, for q tokens:
+/// Shared-memory layout of the Split/Wide kernel, in floats, for q tokens:
+///   fb[RC][128] bf16 (as RC·64 floats)  the CTA's F_B rows, staged before the PDL wait
 ///   fa[q][128]  gate inputs      yq[q][128], yk[q][128]  conv outputs
 ///   yv[q][RC]   own v rows        g[q][128]               activated gates
-///   o[q][RC]    pre-norm outputs  beta[16], inv[2][16], red[16][SPLIT]
+///   o[q][RC]    pre-norm outputs  og[q][RC]               sigmoid(out_gate)
+///   win[256][2+q] new q/k window columns (rank 0 of a cluster writes them after barrier #1)
+///   beta[16], inv[2][16], red[16][SPLIT]
 struct StepSmem {
   int q, split;
   constexpr int rc() const { return rows_per_cta(split); }
-  constexpr int fa() const { return 0; }
+  constexpr int fb() const { return 0; }
+  constexpr int fa() const { return fb() + rc() * kRank / 2; }
   constexpr int yq() const { return fa() + q * kHeadDim; }
   constexpr int yk() const { return yq() + q * kHeadDim; }
   constexpr int yv() const { return yk() + q * kHeadDim; }
   constexpr int g() const { return yv() + q * rc(); }
   constexpr int o() const { return g() + q * kHeadDim; }
-  constexpr int beta() const { return o() + q * rc(); }
+  constexpr int og() const { return o() + q * rc(); }
+  constexpr int win() const { return og() + q * rc(); }
+  constexpr int beta() const { return win() + (split > 1 ? 2 * kHeadDim * (2 + q) : 0); }
   constexpr int inv() const { return beta() + kMaxQ; }
   constexpr int red() const { return inv() + 2 * kMaxQ; }
   constexpr int floats() const { return red() + kMaxQ * split; }
   constexpr int64_t bytes() const { return int64_t(floats()) * 4; }
+};
+
+/// Stream kernel (persistent, SPLIT = 1, 256 threads): shared memory in bytes.
+///   state stage [128][128] (the next item's state, 16-byte async copies)
+///   two operand stages: window [384 channels × window] as stored, x [q][384] bf16,
+///     f_a [q][128] bf16, out_gate [q][128] bf16, per-token slots [16] i32,
+///     records [q][384] f32 (fused: u then k|g of the pending records)
+///   scratch (f32): yq, yk, yv, g, o [q][128], beta[16], inv[32], red[16]
+inline constexpr int kStreamThreads = 256;
+inline constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+struct StreamSmem {
+  int q, window, conv_bytes, state_bytes, fused;
+  constexpr int64_t state_size() const { return int64_t(kHeadDim) * kHeadDim * state_bytes; }
+  constexpr int64_t win_off() const { return 0; }
+  constexpr int64_t x_off() const { return round16(int64_t(3) * kHeadDim * window * conv_bytes); }
+  constexpr int64_t fa_off() const { return x_off() + int64_t(q) * 3 * kHeadDim * 2; }
+  constexpr int64_t og_off() const { return fa_off() + int64_t(q) * kHeadDim * 2; }
+  constexpr int64_t slots_off() const { return og_off() + int64_t(q) * kHeadDim * 2; }
+  constexpr int64_t rec_off() const { return slots_off() + kMaxQ * 4; }
+  constexpr int64_t stage_size() const { return rec_off() + (fused ? int64_t(q) * 3 * kHeadDim * 4 : 0); }
+  constexpr int64_t stage(int s) const { return state_size() + s * stage_size(); }
+  constexpr int64_t scratch() const { return stage(2); }
+  constexpr int64_t scratch_floats() const { return int64_t(5) * q * kHeadDim + kMaxQ + 2 * kMaxQ + kMaxQ; }
+  constexpr int64_t bytes() const { return scratch() + scratch_floats() * 4; }
 };
 
 /// Commit kernel: rows of one (request, head) split over CTAs of 128 threads.

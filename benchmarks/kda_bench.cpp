@@ -1,0 +1,354 @@
+// benchmarks/kda_bench.cpp — times kda-decode steps by the protocol of BENCHMARKS.md:
+//   1. ceiling in the same run: 1 GiB device-to-device copy, median of 15, 2·bytes/time;
+//   2. floor = the bytes the step must move once / ceiling;
+//   3. cold caches: one CUDA graph of N steps, each with B distinct slots (disjoint across
+//      steps) and its own input/output buffers, N = max(4, min(64, ⌈400e6 / (B·H·65536)⌉)),
+//      a pool of B·N + 1 slots;
+//   4. warm-up, then 15 timed replays (CUDA events); per-step time = median / N;
+//   5. report µs, floor, time/floor and GB/s.
+//
+// Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|per_token|record|fused]
+//                  [--q 1] [--variant auto|split|wide] [--state f32|bf16] [--csv FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kda/numerics.h"
+#include "kda/prepared.h"
+
+namespace {
+
+using namespace kda;
+constexpr int K = 128, W = 4;
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) v.push_back(std::stoi(tok));
+  return v;
+}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Device copy ceiling (read + write bytes per second).
+double measure_ceiling() {
+  const size_t bytes = size_t(1) << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+  std::vector<float> ms;
+  for (int i = 0; i < 15; ++i) {
+    CK(cudaEventRecord(e0));
+    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float t;
+    CK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * bytes / (median(ms) * 1e-3);
+}
+
+/// Frees every device allocation made through dalloc when it goes out of scope (also when
+/// a configuration throws, so a refused configuration leaks nothing).
+struct DeviceArena {
+  std::vector<void*> ptrs;
+  ~DeviceArena() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+};
+DeviceArena* g_arena = nullptr;
+void* dalloc(size_t bytes) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, bytes));
+  if (g_arena) g_arena->ptrs.push_back(p);
+  return p;
+}
+
+void* dmalloc_random_bf16(size_t n, std::mt19937& rng, float scale) {
+  std::vector<uint16_t> h(n);
+  std::normal_distribution<float> d(0.f, scale);
+  for (auto& x : h) x = f32_to_bf16(d(rng));
+  void* p = dalloc(n * 2);
+  CK(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice));
+  return p;
+}
+void* dmalloc_random_f32(size_t n, std::mt19937& rng, float scale, float shift = 0.f) {
+  std::vector<float> h(n);
+  std::normal_distribution<float> d(0.f, scale);
+  for (auto& x : h) x = shift + d(rng);
+  void* p = dalloc(n * 4);
+  CK(cudaMemcpy(p, h.data(), n * 4, cudaMemcpyHostToDevice));
+  return p;
+}
+/// Fills device memory with small random values with a kernel-free method: chunks copied
+/// from one random host block (values need not be independent, only not zero).
+void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32) {
+  const size_t chunk = size_t(1) << 24;
+  std::vector<unsigned char> h(chunk);
+  std::normal_distribution<float> d(0.f, 0.05f);
+  if (f32) for (size_t i = 0; i < chunk / 4; ++i) reinterpret_cast<float*>(h.data())[i] = d(rng);
+  else for (size_t i = 0; i < chunk / 2; ++i) reinterpret_cast<uint16_t*>(h.data())[i] = f32_to_bf16(d(rng));
+  // one random chunk from the host, then doubling device-to-device copies
+  const size_t first = std::min(chunk, bytes);
+  CK(cudaMemcpy(p, h.data(), first, cudaMemcpyHostToDevice));
+  for (size_t done = first; done < bytes;) {
+    const size_t n = std::min(done, bytes - done);
+    CK(cudaMemcpy(static_cast<char*>(p) + done, p, n, cudaMemcpyDeviceToDevice));
+    done += n;
+  }
+}
+
+struct Result {
+  double us, floor_us, gbs;
+  const char* variant;
+  int split;
+};
+
+/// Bytes a step must move once (BENCHMARKS.md §2).
+double floor_bytes(StepMode mode, int H, int B, int q, int pending, bool bf16_state) {
+  const double items = double(H) * B;
+  const double tile = K * K * (bf16_state ? 2.0 : 4.0);
+  const double rec = (K + 2 * K) * 4.0;  // u, k, g per token per item
+  double state = 0;
+  switch (mode) {
+    case StepMode::kDecode: state = 2 * tile; break;
+    case StepMode::kPerToken: state = tile * (1 + q); break;
+    case StepMode::kRecord: state = tile + rec * q; break;
+    case StepMode::kFused: state = tile + (pending > 0 ? tile + rec * pending : 0) + rec * q; break;
+  }
+  const double conv = 3.0 * K * ((W - 1) + (W - 2 + q)) * 2;  // read W-1 columns, write W-2+q
+  const double rows = q * (4.0 * K * 2 + 2 + K * 2);          // q,k,v,out_gate, beta, out
+  const double per_req = q * kRank * 2.0;                      // gate input
+  const double weights = H * (double(K) * kRank * 2 + 3.0 * W * K * 4);
+  return items * (state + conv + rows) + B * per_req + weights;
+}
+
+Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_state, double ceiling) {
+  const int D = H * K;
+  const int N = std::max(4, std::min(64, int(std::ceil(400e6 / (double(B) * H * 65536)))));
+  // per-token steps write q slots per request: the pool holds B·q·N + 1 slots for them
+  const int per_req = mode == StepMode::kPerToken ? q : 1;
+  const int P = B * N * per_req + 1;
+  const int window = W - 2 + q;
+  const int rows = B * q;
+  const int pitch = 4 * D + kRank + H;
+  const int Qr = q;
+  const int pending_n = mode == StepMode::kFused ? q : 0;
+  std::mt19937 rng(7);
+  DeviceArena arena;
+  g_arena = &arena;
+  struct ArenaReset {
+    ~ArenaReset() { g_arena = nullptr; }
+  } arena_reset;
+
+  // ---- weights ------------------------------------------------------------------------------
+  void* conv_w = dmalloc_random_f32(size_t(3 * D) * W, rng, 0.4f);
+  void* f_b = dmalloc_random_bf16(size_t(D) * kRank, rng, 0.08f);
+  void* A_log = dmalloc_random_f32(H, rng, 0.5f);
+  void* dt_bias = dmalloc_random_f32(D, rng, 0.5f);
+  void* norm_w = dmalloc_random_f32(K, rng, 0.2f, 1.0f);
+  LayerWeights w;
+  w.conv_weight = make_view(conv_w, DType::kF32, {3 * D, 1, W}, Device::kCUDA);
+  w.f_b_weight = make_view(f_b, DType::kBF16, {D, kRank}, Device::kCUDA);
+  w.A_log = make_view(A_log, DType::kF32, {H}, Device::kCUDA);
+  w.dt_bias = make_view(dt_bias, DType::kF32, {D}, Device::kCUDA);
+  w.norm_weight = make_view(norm_w, DType::kF32, {K}, Device::kCUDA);
+  w.lower_bound = -5.0f;
+
+  // ---- caches and per-step buffers ------------------------------------------------------------
+  const size_t st_bytes = size_t(P) * H * K * K * (bf16_state ? 2 : 4);
+  const size_t cv_bytes = size_t(P) * 3 * D * window * 2;
+  void *corr = nullptr, *kg = nullptr, *pend = nullptr, *pend0 = nullptr;
+  void* state = dalloc(st_bytes);
+  void* conv = dalloc(cv_bytes);
+  fill_device(state, st_bytes, rng, !bf16_state);
+  fill_device(conv, cv_bytes, rng, false);
+  Caches caches;
+  caches.conv_state = make_view(conv, DType::kBF16, {P, 3 * D, window}, Device::kCUDA);
+  caches.state = make_view(state, bf16_state ? DType::kBF16 : DType::kF32, {P, H, K, K}, Device::kCUDA);
+  const bool records = mode == StepMode::kRecord || mode == StepMode::kFused;
+  if (records) {
+    const size_t rc = size_t(P) * H * Qr * K * 4, rk = rc * 2;
+    corr = dalloc(rc);
+    kg = dalloc(rk);
+    fill_device(corr, rc, rng, true);
+    fill_device(kg, rk, rng, true);  // gates ~N(0, .05): decays near 1, fine for timing
+    caches.correction = make_view(corr, DType::kF32, {P, H, Qr, K}, Device::kCUDA);
+    caches.key_gate = make_view(kg, DType::kF32, {P, H, Qr, 2 * K}, Device::kCUDA);
+    std::vector<int> ph(P, pending_n);
+    ph[0] = 0;
+    pend = dalloc(P * 4);
+    pend0 = dalloc(P * 4);
+    CK(cudaMemcpy(pend0, ph.data(), P * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(pend, ph.data(), P * 4, cudaMemcpyHostToDevice));
+    caches.pending = make_view(pend, DType::kI32, {P}, Device::kCUDA);
+  }
+  void* proj = dmalloc_random_bf16(size_t(N) * rows * pitch, rng, 1.0f);
+  void* out = dalloc(size_t(N) * rows * D * 2);
+  // slots: a random permutation of 1..P-1, B·(q or 1) per step, disjoint across steps
+  // (per-token: start slot = column 0, accepted = 1)
+  std::vector<int> perm(P - 1);
+  for (int i = 0; i < P - 1; ++i) perm[i] = i + 1;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int> sl(perm.begin(), perm.end());
+  void* slots = dalloc(sl.size() * 4);
+  CK(cudaMemcpy(slots, sl.data(), sl.size() * 4, cudaMemcpyHostToDevice));
+  // fused steps fold pending = q records: pending must equal accepted (SPEC §4)
+  void* acc = nullptr;
+  if (mode == StepMode::kFused) {
+    std::vector<int> ah(B, q);
+    acc = dalloc(B * 4);
+    CK(cudaMemcpy(acc, ah.data(), B * 4, cudaMemcpyHostToDevice));
+  }
+
+  Policy pol;
+  pol.variant = variant;
+  PreparedKda kda(w, {{StepKey{mode, B, q}, pol}}, /*conv_dim_first=*/true, 0);
+  kda.prepare(caches);
+  const Plan& plan = kda.plan_for(StepKey{mode, B, q}, caches);
+
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto enqueue = [&] {
+    if (pend) CK(cudaMemcpyAsync(pend, pend0, P * 4, cudaMemcpyDeviceToDevice, s));
+    for (int i = 0; i < N; ++i) {
+      StepArgs a;
+      a.q = q;
+      a.mode = mode;
+      a.stream = s;
+      if (acc) a.accepted = make_view(acc, DType::kI32, {B}, Device::kCUDA);
+      int32_t* sp = static_cast<int32_t*>(slots) + size_t(i) * B * per_req;
+      a.slots = mode == StepMode::kPerToken ? make_view(sp, DType::kI32, {B, q}, Device::kCUDA)
+                                            : make_view(sp, DType::kI32, {B}, Device::kCUDA);
+      TensorView pv = make_view(static_cast<uint16_t*>(proj) + size_t(i) * rows * pitch, DType::kBF16, {rows, pitch}, Device::kCUDA);
+      TensorView ov = make_view(static_cast<uint16_t*>(out) + size_t(i) * rows * D, DType::kBF16, {rows, D}, Device::kCUDA);
+      kda.run(pv, ov, caches, a);
+    }
+  };
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  enqueue();
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 15; ++i) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(exec, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float t;
+    CK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+  }
+  const Status st = kda.status(s);
+  if (!st.ok()) std::fprintf(stderr, "warning: status %s\n", st.describe().c_str());
+  const double us = median(ms) * 1e3 / N;
+  const double bytes = floor_bytes(mode, H, B, q, pending_n, bf16_state);
+  Result r{us, bytes / ceiling * 1e6, bytes / (us * 1e-6) / 1e9, variant_name(plan.variant), plan.split};
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> Hs = {12, 32, 96}, Bs = {1, 8, 64, 256};
+  std::vector<int> qs = {1};
+  std::string mode_s = "decode", variant_s = "auto", state_s = "f32", csv;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--H") Hs = parse_list(v);
+    else if (k == "--B") Bs = parse_list(v);
+    else if (k == "--q") qs = parse_list(v);
+    else if (k == "--mode") mode_s = v;
+    else if (k == "--variant") variant_s = v;
+    else if (k == "--state") state_s = v;
+    else if (k == "--csv") csv = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::vector<std::string> modes;
+  {
+    std::stringstream ss(mode_s);
+    std::string tok;
+    while (std::getline(ss, tok, ',')) modes.push_back(tok);
+  }
+  std::vector<std::string> variants;
+  {
+    std::stringstream ss(variant_s);
+    std::string tok;
+    while (std::getline(ss, tok, ',')) variants.push_back(tok);
+  }
+  const double ceiling = measure_ceiling();
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write)\n", prop.name,
+              prop.multiProcessorCount, ceiling / 1e9);
+  FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
+  if (f) std::fprintf(f, "mode,q,H,B,variant_req,variant,split,state,us,floor_us,ratio,GBs,pct_ceiling\n");
+  std::printf("%-9s %2s %3s %4s %-7s %-12s %9s %9s %6s %7s %6s\n", "mode", "q", "H", "B", "state", "variant", "us", "floor_us",
+              "x", "GB/s", "%ceil");
+  for (const auto& ms : modes)
+    for (int q : qs)
+      for (int H : Hs)
+        for (int B : Bs)
+          for (const auto& vs : variants) {
+            const StepMode m = parse_mode(ms);
+            if (m == StepMode::kDecode && q != 1) continue;
+            Result r;
+            try {
+              r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", ceiling);
+            } catch (const std::exception& e) {
+              std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state_s.c_str(), vs.c_str(), e.what());
+              continue;
+            }
+            char vname[32];
+            std::snprintf(vname, sizeof vname, "%s/%d", r.variant, r.split);
+            std::printf("%-9s %2d %3d %4d %-7s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%\n", ms.c_str(), q, H, B,
+                        state_s.c_str(), vname, r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
+            if (f)
+              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%.3f,%.3f,%.4f,%.1f,%.2f\n", ms.c_str(), q, H, B, vs.c_str(), r.variant,
+                           r.split, state_s.c_str(), r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
+            std::fflush(stdout);
+          }
+  if (f) std::fclose(f);
+  return 0;
+}

@@ -1,0 +1,114 @@
+// kda/cuda/common.cuh — device helpers shared by the step and commit kernels: warp sums,
+// state tile loads/stores (fp32 or bf16 state), cache-window access, error reporting.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cuda/atomic>
+
+#include "kda/numerics.h"
+#include "kda/params.h"
+#include "kda/types.h"
+
+namespace kda::cuda {
+
+/// Sum over the 32 lanes of a warp (butterfly: every lane gets the total; fixed order, so
+/// the result is the same bits run to run).
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Sum over aligned groups of G consecutive lanes (G a power of two ≤ 32).
+template <int G>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float dot4(const float4& a, const float4& b) {
+  float d = a.x * b.x;
+  d = fmaf(a.y, b.y, d);
+  d = fmaf(a.z, b.z, d);
+  d = fmaf(a.w, b.w, d);
+  return d;
+}
+
+// ---- state tiles: 4 consecutive K values of one V row ------------------------------------
+// NOTES: the state is read once and written once per step: streaming cache hints (.cs) keep
+// it from evicting the weights and the operands that are reused from L2.
+template <class StateT> struct StateIO;
+
+template <> struct StateIO<float> {
+  __device__ __forceinline__ static float4 load(const float* p) {
+    return __ldcs(reinterpret_cast<const float4*>(p));
+  }
+  __device__ __forceinline__ static void store(float* p, const float4& v) {
+    __stcs(reinterpret_cast<float4*>(p), v);
+  }
+  /// What a store followed by a load gives (identity for fp32).
+  __device__ __forceinline__ static float4 stored(const float4& v) { return v; }
+};
+
+/// bf16 state (SPEC §9): every stored copy is bf16_rne of the fp32 running state.
+template <> struct StateIO<uint16_t> {
+  __device__ __forceinline__ static float4 load(const uint16_t* p) {
+    const uint2 u = __ldcs(reinterpret_cast<const uint2*>(p));
+    return make_float4(bits_float(u.x << 16), bits_float(u.x & 0xffff0000u), bits_float(u.y << 16),
+                       bits_float(u.y & 0xffff0000u));
+  }
+  __device__ __forceinline__ static void store(uint16_t* p, const float4& v) {
+    uint2 u;
+    u.x = uint32_t(f32_to_bf16(v.x)) | (uint32_t(f32_to_bf16(v.y)) << 16);
+    u.y = uint32_t(f32_to_bf16(v.z)) | (uint32_t(f32_to_bf16(v.w)) << 16);
+    __stcs(reinterpret_cast<uint2*>(p), u);
+  }
+  __device__ __forceinline__ static float4 stored(const float4& v) {
+    return make_float4(round_bf16(v.x), round_bf16(v.y), round_bf16(v.z), round_bf16(v.w));
+  }
+};
+
+/// Base of the [V, K] state of (slot, head).
+template <class StateT>
+__device__ __forceinline__ StateT* state_tile(void* base, int64_t slot_stride, int64_t slot, int h) {
+  return static_cast<StateT*>(base) + slot * slot_stride + int64_t(h) * kHeadDim * kHeadDim;
+}
+
+// ---- conv window ---------------------------------------------------------------------------
+__device__ __forceinline__ int64_t conv_offset(const StepParams& p, int64_t slot, int64_t c, int64_t col) {
+  return slot * p.conv_slot_stride + c * p.conv_chan_stride + col * p.conv_col_stride;
+}
+__device__ __forceinline__ float conv_load(const StepParams& p, int64_t slot, int64_t c, int64_t col) {
+  const int64_t o = conv_offset(p, slot, c, col);
+  return p.conv_f32 ? static_cast<const float*>(p.conv)[o] : bf16_to_f32(static_cast<const uint16_t*>(p.conv)[o]);
+}
+__device__ __forceinline__ void conv_store(const StepParams& p, int64_t slot, int64_t c, int64_t col, float v) {
+  const int64_t o = conv_offset(p, slot, c, col);
+  if (p.conv_f32) static_cast<float*>(p.conv)[o] = v;
+  else static_cast<uint16_t*>(p.conv)[o] = f32_to_bf16(v);
+}
+
+__device__ __forceinline__ float ld_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
+
+/// Raises a caller-error flag (SPEC §4): OR of the flags, min of the request index.
+__device__ __forceinline__ void raise_error(uint32_t* flags, int32_t* index, uint32_t f, int b) {
+  atomicOr(flags, f);
+  atomicMin(index, b);
+}
+
+/// Arrival of one of `expected` CTAs on a records row; true for the last one, which then
+/// owns the row's pending entry (everyone else has read it) and resets the counter.
+/// acq_rel: every earlier read of pending by the arriving CTAs happens before the write.
+__device__ __forceinline__ bool arrive_last(int32_t* arrivals, int64_t row, int expected) {
+  ::cuda::atomic_ref<int32_t, ::cuda::thread_scope_device> a(arrivals[row]);
+  if (a.fetch_add(1, ::cuda::memory_order_acq_rel) == expected - 1) {
+    a.store(0, ::cuda::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace kda::cuda

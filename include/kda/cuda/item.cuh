@@ -1,0 +1,118 @@
+// kda/cuda/item.cuh — building blocks of the per-item work (SPEC §3) shared by every step
+// kernel: the row all-reduce of a warp's state tile, one delta-rule token on that tile, the
+// decay/records fold, and the gate GEMV row.
+//
+// Register tile convention: a warp owns N = RPW consecutive V rows; lane l owns K columns
+// [4l, 4l+4) of each (S[i] is a float4).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kda/cuda/common.cuh"
+
+namespace kda::cuda {
+
+/// One reduce-scatter step of rows_reduce: C live rows, exchanged across lane bit O.
+template <int N, int C, int O>
+__device__ __forceinline__ void rows_reduce_step(float (&p)[N], int lane) {
+  if constexpr (C > 1) {
+    const int hi = (lane & O) != 0;
+#pragma unroll
+    for (int j = 0; j < C / 2; ++j) {
+      // NOTES: select values, not addresses: `hi ? p[a] : p[b]` can become a dynamic index
+      // and put the array in local memory.
+      const float lo = p[j], up = p[j + C / 2];
+      float keep, send;
+      asm("{\n\t.reg .pred P;\n\tsetp.ne.b32 P, %4, 0;\n\tselp.f32 %0, %2, %3, P;\n\tselp.f32 %1, %3, %2, P;\n\t}"
+          : "=f"(keep), "=f"(send)
+          : "f"(up), "f"(lo), "r"(hi));
+      p[j] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+    }
+    rows_reduce_step<N, C / 2, O / 2>(p, lane);
+  }
+}
+
+/// Sums N per-row partials (one per row of the warp's tile, in every lane) over the 32
+/// lanes. Reduce-scatter: at each step a lane keeps half of its rows and adds the partner's
+/// half, so N rows cost N−1 + log2(32/N) shuffles instead of 5·N. On return lane l holds
+/// the total of row l / (32/N). Fixed order: deterministic.
+template <int N>
+__device__ __forceinline__ float rows_reduce(float (&p)[N], int lane) {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
+  rows_reduce_step<N, N, 16>(p, lane);
+  float v = p[0];
+#pragma unroll
+  for (int o = 16 / N; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// One token of the delta rule on a warp tile (SPEC §3):
+///   S ← S·e;  u = β (v − S k);  S ← fmaf(u, k, S);  o = S q
+/// v_rows: the warp's RPW v values (shared memory). On return lane l holds u and o of row
+/// l / (32/RPW) (the lane with l % (32/RPW) == 0 is the row's writer).
+template <int RPW>
+__device__ __forceinline__ void delta_token(float4 (&S)[RPW], const float4& k4, const float4& q4, const float4& e4,
+                                            float beta, const float* v_rows, int lane, float& u_out, float& o_out) {
+  constexpr int G = 32 / RPW;
+  float pp[RPW];
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    S[i].x *= e4.x;
+    S[i].y *= e4.y;
+    S[i].z *= e4.z;
+    S[i].w *= e4.w;
+    pp[i] = dot4(S[i], k4);
+  }
+  const float d = rows_reduce<RPW>(pp, lane);
+  const float u = beta * (v_rows[lane / G] - d);
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    const float ui = __shfl_sync(0xffffffffu, u, i * G);
+    S[i].x = fmaf(ui, k4.x, S[i].x);
+    S[i].y = fmaf(ui, k4.y, S[i].y);
+    S[i].z = fmaf(ui, k4.z, S[i].z);
+    S[i].w = fmaf(ui, k4.w, S[i].w);
+    pp[i] = dot4(S[i], q4);
+  }
+  o_out = rows_reduce<RPW>(pp, lane);
+  u_out = u;
+}
+
+/// Folds one record (u_t of the warp's rows, k_t, g_t of the lane's columns) into the tile:
+/// S = fmaf(u, k, S·e) — the same two roundings as delta_token's decay and update, so a
+/// commit reproduces the per-token state bitwise (SPEC §4).
+template <int RPW>
+__device__ __forceinline__ void fold_record(float4 (&S)[RPW], const float* u_rows, const float4& k4, const float4& g4) {
+  const float4 e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    const float u = u_rows[i];
+    S[i].x = fmaf(u, k4.x, S[i].x * e4.x);
+    S[i].y = fmaf(u, k4.y, S[i].y * e4.y);
+    S[i].z = fmaf(u, k4.z, S[i].z * e4.z);
+    S[i].w = fmaf(u, k4.w, S[i].w * e4.w);
+  }
+}
+
+/// Partial z = F_B[row, chunk] · f_a[chunk] of CH = 8·NV values: `fb` the row chunk (bf16,
+/// 16-byte aligned), `fa` the matching f_a values. `rot` rotates the order of the 16-byte
+/// pieces (to spread shared-memory banks when fb is in shared memory); the sum order is
+/// fixed by (rot, NV), so it is deterministic.
+template <int NV, class FA>
+__device__ __forceinline__ float gate_dot(const uint4* fb, FA fa, int rot) {
+  float z = 0.f;
+#pragma unroll
+  for (int jj = 0; jj < NV; ++jj) {
+    const int j = (jj + rot) & (NV - 1);
+    const uint4 v = fb[j];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      z = fmaf(bits_float(w[e] << 16), fa(j * 8 + 2 * e), z);
+      z = fmaf(bits_float(w[e] & 0xffff0000u), fa(j * 8 + 2 * e + 1), z);
+    }
+  }
+  return z;
+}
+
+}  // namespace kda::cuda

@@ -1,0 +1,352 @@
+// kda/cuda/stream_kernel.cuh — the Stream variant: persistent CTAs (two per SM), each owning
+// a contiguous range of items in head-major order (item = h·B + b, so consecutive items of
+// a CTA share F_B[h] and hit it in L1). While item i computes, the state and operands of
+// item i+1 arrive in shared memory through 16-byte async copies (cp.async via
+// cuda::memcpy_async on a thread-scope pipeline).
+//
+// Pipeline of one CTA (one state stage, two operand stages):
+//   prologue   plan(i0), plan(i0+1); issue copies of i0
+//   item i:    wait copies(i) → state stage into registers → barrier (stage free)
+//              → issue copies(i+1) → compute(i) from registers + operand stage i&1
+//              → plan(i+2) (its index loads stall while copies(i+1) are in flight)
+// Needs stream_layout(): 16-byte aligned row strides, conv slot stride and SD column
+// stride; the window of a head's channels is copied as stored (DS or SD).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cuda/pipeline>
+
+#include "kda/cuda/common.cuh"
+#include "kda/cuda/config.h"
+#include "kda/cuda/item.cuh"
+#include "kda/request.h"
+
+namespace kda::cuda {
+
+/// Copies `bytes` (a multiple of 16, both ends 16-byte aligned) with the CTA's threads.
+__device__ __forceinline__ void cta_copy16(char* dst, const char* src, int64_t bytes, int tid, int nt,
+                                           ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
+  for (int64_t o = int64_t(tid) * 16; o < bytes; o += int64_t(nt) * 16)
+    ::cuda::memcpy_async(dst + o, src + o, ::cuda::aligned_size_t<16>(16), pipe);
+}
+
+template <class StateT>
+struct StreamKernel {
+  using IO = StateIO<StateT>;
+  static constexpr int NT = cuda_config::kStreamThreads, NW = NT / 32, RPW = kHeadDim / NW, K = kHeadDim;
+  static constexpr int G = 32 / RPW;
+  static constexpr int kGateTpr = NT / K, kGateChunk = kRank / kGateTpr, kGateNV = kGateChunk / 8;
+
+  const StepParams& p;
+  const cuda_config::StreamSmem L;
+  char* smem;
+  int tid, lane, warp;
+
+  __device__ char* stage(int s) const { return smem + L.stage(s); }
+  __device__ float* scratch() const { return reinterpret_cast<float*>(smem + L.scratch()); }
+
+  // ---- issue the copies of an item into the state stage and operand stage s -------------
+  __device__ void issue(int64_t item, const RequestPlan& r, int s, ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
+    pipe.producer_acquire();
+    if (r.kind == RequestKind::kRun) {
+      const int b = int(item % p.B), h = int(item / p.B);
+      const int q = p.q, D = p.H * K;
+      const int64_t row_base = int64_t(b) * q;
+      char* st = stage(s);
+      // state
+      cta_copy16(smem, reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)),
+                 L.state_size(), tid, NT, pipe);
+      // window of the head's 384 channels, as stored
+      const int ces = p.conv_f32 ? 4 : 2;
+      const char* conv = static_cast<const char*>(p.conv);
+      if (p.conv_dim_first) {
+        for (int sec = 0; sec < 3; ++sec)
+          cta_copy16(st + L.win_off() + int64_t(sec) * K * p.window * ces,
+                     conv + conv_offset(p, r.win_in, int64_t(sec) * D + h * K, 0) * ces, int64_t(K) * p.window * ces,
+                     tid, NT, pipe);
+      } else {
+        const int per = K * ces / 16;  // 16-byte pieces per (column, section)
+        for (int c = tid; c < p.window * 3 * per; c += NT) {
+          const int j = c / (3 * per), sec = (c / per) % 3, piece = c % per;
+          ::cuda::memcpy_async(st + L.win_off() + (int64_t(j) * 3 * K * ces) + sec * K * ces + piece * 16,
+                               conv + conv_offset(p, r.win_in, int64_t(sec) * D + h * K, j) * ces + piece * 16,
+                               ::cuda::aligned_size_t<16>(16), pipe);
+        }
+      }
+      // x rows (q | k | v sections of head h), gate inputs, out gate
+      for (int c = tid; c < q * 48; c += NT) {  // 48 pieces of 16 B per token: 3 sections × 256 B
+        const int t = c / 48, sec = (c / 16) % 3, piece = c % 16;
+        ::cuda::memcpy_async(st + L.x_off() + (int64_t(t) * 3 * K + sec * K) * 2 + piece * 16,
+                             reinterpret_cast<const char*>(p.qkv + (row_base + t) * p.qkv_row + int64_t(sec) * D + h * K) + piece * 16,
+                             ::cuda::aligned_size_t<16>(16), pipe);
+      }
+      const int64_t gcol = p.gate_mode == int(GateMode::kPrecomputed) ? int64_t(h) * K : 0;
+      for (int c = tid; c < q * 32; c += NT) {  // gate_in and out_gate: 16 pieces per token each
+        const int t = (c >> 4) % q, piece = c & 15;
+        if (c < q * 16)
+          ::cuda::memcpy_async(st + L.fa_off() + int64_t(t) * K * 2 + piece * 16,
+                               reinterpret_cast<const char*>(p.gate_in + (row_base + t) * p.gate_in_row + gcol) + piece * 16,
+                               ::cuda::aligned_size_t<16>(16), pipe);
+        else
+          ::cuda::memcpy_async(st + L.og_off() + int64_t(t) * K * 2 + piece * 16,
+                               reinterpret_cast<const char*>(p.out_gate + (row_base + t) * p.out_gate_row + int64_t(h) * K) + piece * 16,
+                               ::cuda::aligned_size_t<16>(16), pipe);
+      }
+      if (p.mode == int(StepMode::kPerToken) && tid < q)
+        ::cuda::memcpy_async(reinterpret_cast<int32_t*>(st + L.slots_off()) + tid, &p.slots[int64_t(b) * p.slots_stride0 + int64_t(tid) * p.slots_stride1],
+                             ::cuda::aligned_size_t<4>(4), pipe);
+      if (p.mode == int(StepMode::kFused) && r.pending > 0) {
+        const char* corr = reinterpret_cast<const char*>(p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K);
+        const char* kg = reinterpret_cast<const char*>(p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K);
+        cta_copy16(st + L.rec_off(), corr, int64_t(r.pending) * K * 4, tid, NT, pipe);
+        cta_copy16(st + L.rec_off() + int64_t(q) * K * 4, kg, int64_t(r.pending) * 2 * K * 4, tid, NT, pipe);
+      }
+    }
+    pipe.producer_commit();
+  }
+
+  // ---- compute an item whose copies have landed --------------------------------------------
+  __device__ void compute(int64_t item, const RequestPlan& r, int s, float4 (&S)[RPW], float beta_raw) {
+    const int b = int(item % p.B), h = int(item / p.B);
+    const int q = p.q, H = p.H, D = H * K;
+    const StepMode mode = StepMode(p.mode);
+    const bool records = mode == StepMode::kRecord || mode == StepMode::kFused;
+    const int64_t row_base = int64_t(b) * q;
+    const char* st = stage(s);
+    float* sc = scratch();
+    float* s_yq = sc;
+    float* s_yk = s_yq + q * K;
+    float* s_yv = s_yk + q * K;
+    float* s_g = s_yv + q * K;
+    float* s_o = s_g + q * K;
+    float* s_beta = s_o + q * K;
+    float* s_inv = s_beta + kMaxQ;
+    float* s_red = s_inv + 2 * kMaxQ;
+
+    if (r.kind != RequestKind::kRun) {
+      for (int i = tid; i < q * K; i += NT) p.out[(row_base + i / K) * p.out_row + h * K + i % K] = 0;
+      if (r.kind == RequestKind::kError && h == 0 && tid == 0) raise_error(p.error_flags, p.error_index, r.flags, b);
+      return;
+    }
+    const int off = r.accepted - 1;
+    const uint16_t* sx = reinterpret_cast<const uint16_t*>(st + L.x_off());
+    const uint16_t* sfa = reinterpret_cast<const uint16_t*>(st + L.fa_off());
+    const uint16_t* sog = reinterpret_cast<const uint16_t*>(st + L.og_off());
+    auto win_at = [&](int lc, int col) -> float {
+      const int64_t idx = p.conv_dim_first ? int64_t(lc) * p.window + col : int64_t(col) * 3 * K + lc;
+      return p.conv_f32 ? reinterpret_cast<const float*>(st + L.win_off())[idx]
+                        : bf16_to_f32(reinterpret_cast<const uint16_t*>(st + L.win_off())[idx]);
+    };
+
+    // ---- conv + SiLU of the 384 channels; new window columns straight to the cache -------
+    for (int lc = tid; lc < 3 * K; lc += NT) {
+      const int sec = lc / K, cc = h * K + lc % K;
+      const int64_t c = int64_t(sec) * D + cc;
+      float* dst = (sec == 0 ? s_yq : sec == 1 ? s_yk : s_yv) + lc % K;
+      const float w0 = p.conv_w[(sec * 4 + 0) * D + cc], w1 = p.conv_w[(sec * 4 + 1) * D + cc];
+      const float w2 = p.conv_w[(sec * 4 + 2) * D + cc], w3 = p.conv_w[(sec * 4 + 3) * D + cc];
+      const float bias = p.conv_b ? p.conv_b[c] : 0.f;
+      float h0 = win_at(lc, off), h1 = win_at(lc, off + 1), h2 = win_at(lc, off + 2);
+      conv_store(p, r.win_out, c, 0, h1);
+      conv_store(p, r.win_out, c, 1, h2);
+      for (int t = 0; t < q; ++t) {
+        const float x = bf16_to_f32(sx[t * 3 * K + lc]);
+        conv_store(p, r.win_out, c, 2 + t, x);
+        float a = bias;
+        a = fmaf(w0, h0, a);
+        a = fmaf(w1, h1, a);
+        a = fmaf(w2, h2, a);
+        a = fmaf(w3, x, a);
+        dst[t * K] = silu(a);
+        h0 = h1;
+        h1 = h2;
+        h2 = x;
+      }
+    }
+    if (tid < q) s_beta[tid] = sigmoidf_(beta_raw);
+    __syncthreads();
+
+    // ---- q/k l2 norms -------------------------------------------------------------------------
+    for (int idx = warp; idx < 2 * q; idx += NW) {
+      const int t = idx >> 1, which = idx & 1;
+      const float* y = (which ? s_yk : s_yq) + t * K + lane * 4;
+      float sum = y[0] * y[0];
+      sum = fmaf(y[1], y[1], sum);
+      sum = fmaf(y[2], y[2], sum);
+      sum = fmaf(y[3], y[3], sum);
+      sum = warp_sum(sum);
+      if (lane == 0) s_inv[which * kMaxQ + t] = 1.0f / sqrtf(sum + kL2Eps);
+    }
+    // ---- gate: thread pair per row of F_B[h] (read through L1: consecutive items share h) --
+    {
+      const int i = tid / kGateTpr, part = tid % kGateTpr;
+      const float a = expf(p.A_log[h]);
+      const float dtb = p.dt_bias[h * K + i];
+      if (p.gate_mode == int(GateMode::kPrecomputed)) {
+        if (part == 0)
+          for (int t = 0; t < q; ++t)
+            s_g[t * K + i] = activate_gate(bf16_to_f32(sfa[t * K + i]) + dtb, a, p.has_lower_bound != 0, p.lower_bound);
+      } else {
+        // NOTES: F_B is read per token from L1 rather than held in registers (the 64 state
+        // registers are live); consecutive items of the CTA share h, so it stays in L1.
+        const uint4* fb = reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
+        for (int t = 0; t < q; ++t) {
+          const uint16_t* fa = sfa + t * K + part * kGateChunk;
+          float z = gate_dot<kGateNV>(fb, [fa](int j) { return bf16_to_f32(fa[j]); }, 0);
+          z = group_sum<kGateTpr>(z);
+          if (part == 0) s_g[t * K + i] = activate_gate(z + dtb, a, p.has_lower_bound != 0, p.lower_bound);
+        }
+      }
+    }
+    // ---- fused: fold the pending records, write the checkpoint ----------------------------
+    const int row0 = warp * RPW;
+    if (mode == StepMode::kFused && r.pending > 0) {
+      const float* corr = reinterpret_cast<const float*>(st + L.rec_off());
+      const float* kg = corr + q * K;
+      for (int pp = 0; pp < r.pending; ++pp) {
+        const float4 k4 = *reinterpret_cast<const float4*>(kg + pp * 2 * K + lane * 4);
+        const float4 g4 = *reinterpret_cast<const float4*>(kg + pp * 2 * K + K + lane * 4);
+        fold_record<RPW>(S, corr + pp * K + row0, k4, g4);
+      }
+      StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + row0 * K + lane * 4;
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+        IO::store(dst + i * K, S[i]);
+        S[i] = IO::stored(S[i]);
+      }
+    }
+    __syncthreads();
+    if (mode == StepMode::kFused && tid == 0 && arrive_last(p.arrivals, r.row, H)) p.pending[r.row * p.pending_stride] = 0;
+    if (records) {
+      float* kg = p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
+      for (int i = tid; i < q * 2 * K; i += NT) {
+        const int t = i / (2 * K), c = i % (2 * K);
+        kg[t * 2 * K + c] = c < K ? s_yk[t * K + c] * s_inv[kMaxQ + t] : s_g[t * K + c - K];
+      }
+    }
+
+    // ---- the delta rule, token by token -----------------------------------------------------
+    float* corr = records ? p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K : nullptr;
+    const int32_t* tslots = reinterpret_cast<const int32_t*>(st + L.slots_off());
+    const bool writer = (lane % G) == 0;
+    const int wrow = row0 + lane / G;
+    for (int t = 0; t < q; ++t) {
+      const float iq = s_inv[t], ik = s_inv[kMaxQ + t];
+      const float4 yk = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
+      const float4 yq = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+      const float4 g4 = *reinterpret_cast<const float4*>(s_g + t * K + lane * 4);
+      const float4 k4 = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
+      const float4 q4 = make_float4(yq.x * iq * kQScale, yq.y * iq * kQScale, yq.z * iq * kQScale, yq.w * iq * kQScale);
+      const float4 e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+      float u, o;
+      delta_token<RPW>(S, k4, q4, e4, s_beta[t], s_yv + t * K + row0, lane, u, o);
+      if (writer) {
+        s_o[t * K + wrow] = o;
+        if (records) corr[t * K + wrow] = u;
+      }
+      if (mode == StepMode::kPerToken) {
+        const int64_t dslot = tslots[t];
+        if (!is_pad_id(dslot, p.null_slot)) {
+          StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + row0 * K + lane * 4;
+#pragma unroll
+          for (int i = 0; i < RPW; ++i) IO::store(dst + i * K, S[i]);
+        }
+      }
+    }
+    if (mode == StepMode::kDecode) {
+      StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + row0 * K + lane * 4;
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) IO::store(dst + i * K, S[i]);
+    }
+    __syncthreads();
+    for (int t = warp; t < q; t += NW) {
+      float sum = 0.f;
+      for (int j = lane; j < K; j += 32) sum = fmaf(s_o[t * K + j], s_o[t * K + j], sum);
+      sum = warp_sum(sum);
+      if (lane == 0) s_red[t] = sum;
+    }
+    __syncthreads();
+    for (int i = tid; i < q * K; i += NT) {
+      const int t = i / K, v = i % K;
+      const float rn = 1.0f / sqrtf(s_red[t] / float(K) + p.eps);
+      const float gate = sigmoidf_(bf16_to_f32(sog[i]));
+      p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * gate);
+    }
+    __syncthreads();  // scratch is reused by the next item
+  }
+};
+
+template <class StateT>
+__global__ void __launch_bounds__(cuda_config::kStreamThreads, 2) kda_stream_kernel(const __grid_constant__ StepParams p) {
+  using KS = StreamKernel<StateT>;
+  extern __shared__ float4 smem4[];
+  const int state_bytes = sizeof(StateT);
+  KS ks{p,
+        cuda_config::StreamSmem{p.q, p.window, p.conv_f32 ? 4 : 2, state_bytes, p.mode == int(StepMode::kFused)},
+        reinterpret_cast<char*>(smem4),
+        int(threadIdx.x),
+        int(threadIdx.x & 31),
+        int(threadIdx.x >> 5)};
+  const int64_t items = int64_t(p.B) * p.H;
+  const int64_t i0 = int64_t(blockIdx.x) * p.items_per_cta;
+  const int64_t i1 = i0 + p.items_per_cta < items ? i0 + p.items_per_cta : items;
+
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  if (i0 >= i1) return;
+
+  auto pipe = ::cuda::make_pipeline();
+  // NOTES: the plans of items i, i+1, i+2 live in shared memory (a ring of three), resolved
+  // by thread 0 two items ahead: keeping them in registers next to the 64-register state
+  // tile spilled.
+  __shared__ RequestPlan plans[3];
+  auto resolve_into = [&](int64_t it) {
+    RequestPlan r;
+    r.kind = RequestKind::kPad;
+    if (it < i1) r = resolve_request(p, int(it % p.B));
+    plans[(it - i0) % 3] = r;
+  };
+  auto beta_of = [&](int64_t it) {
+    // the raw beta logit of token tid (tid < q) of item it, loaded a whole item ahead
+    if (it >= i1 || ks.tid >= p.q) return 0.f;
+    const int b = int(it % p.B), h = int(it / p.B);
+    return ld_bf16(p.beta + (int64_t(b) * p.q + ks.tid) * p.beta_row + h);
+  };
+  if (ks.tid == 0) {
+    resolve_into(i0);
+    resolve_into(i0 + 1);
+  }
+  __syncthreads();
+  float beta_cur = beta_of(i0), beta_next = beta_of(i0 + 1);
+  ks.issue(i0, plans[0], 0, pipe);
+  float4 S[KS::RPW];
+  for (int64_t it = i0; it < i1; ++it) {
+    const int s = int((it - i0) & 1);
+    const RequestPlan& cur = plans[(it - i0) % 3];
+    pipe.consumer_wait();
+    __syncthreads();
+    if (cur.kind == RequestKind::kRun) {
+      const StateT* st = reinterpret_cast<const StateT*>(ks.smem) + (ks.warp * KS::RPW) * kHeadDim + ks.lane * 4;
+#pragma unroll
+      for (int i = 0; i < KS::RPW; ++i) {
+        if constexpr (sizeof(StateT) == 4) {
+          S[i] = *reinterpret_cast<const float4*>(st + i * kHeadDim);
+        } else {
+          const uint2 u = *reinterpret_cast<const uint2*>(st + i * kHeadDim);
+          S[i] = make_float4(bits_float(u.x << 16), bits_float(u.x & 0xffff0000u), bits_float(u.y << 16),
+                             bits_float(u.y & 0xffff0000u));
+        }
+      }
+    }
+    __syncthreads();
+    pipe.consumer_release();
+    if (it + 1 < i1) ks.issue(it + 1, plans[(it + 1 - i0) % 3], s ^ 1, pipe);
+    ks.compute(it, cur, s, S, beta_cur);  // ends with a barrier: plans[(it+2)%3] is free
+    if (ks.tid == 0) resolve_into(it + 2);
+    beta_cur = beta_next;
+    beta_next = beta_of(it + 2);
+  }
+}
+
+}  // namespace kda::cuda

@@ -1,0 +1,161 @@
+// src/cuda/cuda_backend.cu — the CUDA backend: device facts, device buffers, the error slot,
+// and the dispatch from a plan to one kernel instantiation (src/cuda/inst/).
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+#include "backend.h"
+#include "kda/cuda/config.h"
+#include "launch.h"
+
+namespace kda {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("kda-decode CUDA: ") + what + ": " + cudaGetErrorString(e));
+}
+
+/// Makes `dev` current for the scope, restoring the caller's device after.
+struct DeviceGuard {
+  int prev = -1;
+  explicit DeviceGuard(int dev) {
+    check(cudaGetDevice(&prev), "cudaGetDevice");
+    if (prev != dev) check(cudaSetDevice(dev), "cudaSetDevice");
+  }
+  ~DeviceGuard() {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur != prev) cudaSetDevice(prev);
+  }
+};
+
+class CudaBuffer final : public Buffer {
+ public:
+  CudaBuffer(int dev, std::size_t n) : dev_(dev), n_(n) {
+    DeviceGuard g(dev_);
+    check(cudaMalloc(&p_, n ? n : 1), "cudaMalloc");
+  }
+  ~CudaBuffer() override {
+    if (p_) cudaFree(p_);
+  }
+  void* data() override { return p_; }
+  std::size_t bytes() const override { return n_; }
+  void upload(const void* host, std::size_t n) override {
+    DeviceGuard g(dev_);
+    check(cudaMemcpy(p_, host, n, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+  }
+
+ private:
+  int dev_;
+  std::size_t n_;
+  void* p_ = nullptr;
+};
+
+template <int SPLIT>
+cudaError_t set_attrs(int64_t smem) {
+  cudaError_t e = cuda::set_step_attributes<SPLIT, float>(smem);
+  if (e == cudaSuccess) e = cuda::set_step_attributes<SPLIT, uint16_t>(smem);
+  return e;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int dev) : dev_(dev) {
+    DeviceGuard g(dev_);
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, dev_), "cudaGetDeviceProperties");
+    info_.device = Device::kCUDA;
+    info_.sms = prop.multiProcessorCount;
+    info_.cc_major = prop.major;
+    info_.cc_minor = prop.minor;
+    int optin = 0;
+    check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev_), "cudaDeviceGetAttribute");
+    info_.smem_optin = optin;
+    info_.clusters = prop.major >= 9;
+    // Every kernel may use up to the device's opt-in shared memory; plans stay below it.
+    const int64_t smem = optin;
+    for (cudaError_t e : {set_attrs<1>(smem), set_attrs<2>(smem), set_attrs<4>(smem), set_attrs<8>(smem),
+                          cuda::set_stream_attributes<float>(smem), cuda::set_stream_attributes<uint16_t>(smem)}) {
+      if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice)
+        throw std::runtime_error("kda-decode CUDA: this build has no kernels for sm_" + std::to_string(prop.major) +
+                                 std::to_string(prop.minor) + " (" + prop.name +
+                                 "); rebuild with KDA_CUDA_ARCHS naming it (built for sm_90a / sm_100a)");
+      check(e, "cudaFuncSetAttribute");
+    }
+    err_ = std::make_unique<CudaBuffer>(dev_, 8);
+    reset_errors(nullptr);
+    check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  }
+
+  Device device() const override { return Device::kCUDA; }
+  const DeviceInfo& info() const override { return info_; }
+  std::unique_ptr<Buffer> allocate(std::size_t n) override { return std::make_unique<CudaBuffer>(dev_, n); }
+  void download(void* host, const void* src, std::size_t n) override {
+    DeviceGuard g(dev_);
+    check(cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost), "cudaMemcpy (weights)");
+  }
+  void prepare_plan(const Plan&) override {}  // attributes are set once, at construction
+
+  void step(const StepParams& p, const Plan& plan, void* stream) override {
+    DeviceGuard g(dev_);
+    const auto s = static_cast<cudaStream_t>(stream);
+    cudaError_t e = cudaErrorInvalidValue;
+    const bool bf = p.state_bf16 != 0;
+    if (plan.variant == Variant::kStream) {
+      e = bf ? cuda::launch_stream<uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_stream<float>(p, plan.ctas, plan.smem, s);
+      check(e, "stream launch");
+      return;
+    }
+    switch (plan.split) {
+      case 1: e = bf ? cuda::launch_step<1, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<1, float>(p, plan.ctas, plan.smem, s); break;
+      case 2: e = bf ? cuda::launch_step<2, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<2, float>(p, plan.ctas, plan.smem, s); break;
+      case 4: e = bf ? cuda::launch_step<4, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<4, float>(p, plan.ctas, plan.smem, s); break;
+      case 8: e = bf ? cuda::launch_step<8, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<8, float>(p, plan.ctas, plan.smem, s); break;
+      default: throw std::runtime_error("kda-decode CUDA: no kernel for split " + std::to_string(plan.split));
+    }
+    check(e, "step launch");
+  }
+
+  void commit(const CommitParams& p, void* stream) override {
+    DeviceGuard g(dev_);
+    const auto s = static_cast<cudaStream_t>(stream);
+    check(p.state_bf16 ? cuda::launch_commit<uint16_t>(p, s) : cuda::launch_commit<float>(p, s), "commit launch");
+  }
+
+  uint32_t* error_flags() override { return static_cast<uint32_t*>(err_->data()); }
+  int32_t* error_index() override { return static_cast<int32_t*>(err_->data()) + 1; }
+
+  Status read_status(void* stream) override {
+    DeviceGuard g(dev_);
+    const auto s = static_cast<cudaStream_t>(stream);
+    uint32_t host[2] = {0, 0};
+    check(cudaMemcpyAsync(host, err_->data(), 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (status)");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize (status)");
+    reset_errors(s);
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize (status)");
+    Status st;
+    st.flags = host[0];
+    st.first_request = host[0] ? int64_t(int32_t(host[1])) : -1;
+    return st;
+  }
+
+ private:
+  void reset_errors(cudaStream_t s) {
+    static const int32_t init[2] = {0, INT32_MAX};
+    check(cudaMemcpyAsync(err_->data(), init, 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (status reset)");
+  }
+
+  int dev_;
+  DeviceInfo info_;
+  std::unique_ptr<CudaBuffer> err_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device_id) { return std::make_unique<CudaBackend>(device_id); }
+
+bool cuda_backend_built() { return true; }
+
+}  // namespace kda

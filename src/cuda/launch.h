@@ -1,0 +1,33 @@
+// src/cuda/launch.h — host entry points of the CUDA kernels, one explicit instantiation per
+// file in src/cuda/inst/ (so they compile in parallel), called by cuda_backend.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kda/params.h"
+
+namespace kda::cuda {
+
+/// Launches the Split/Wide step kernel with SPLIT CTAs per item (a cluster when SPLIT > 1).
+template <int SPLIT, class StateT>
+cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
+
+/// Raises the kernel's dynamic shared-memory limit; fails with
+/// cudaErrorInvalidDeviceFunction when the build has no image for the current GPU.
+template <int SPLIT, class StateT>
+cudaError_t set_step_attributes(int64_t max_smem);
+
+/// Launches the persistent Stream kernel on `ctas` CTAs (p.items_per_cta set).
+template <class StateT>
+cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
+
+template <class StateT>
+cudaError_t set_stream_attributes(int64_t max_smem);
+
+/// Launches commit / flush.
+template <class StateT>
+cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream);
+
+}  // namespace kda::cuda

@@ -1,0 +1,89 @@
+// src/cuda/step_launch.cuh — definitions behind launch.h, included by the instantiation
+// files only.
+#pragma once
+
+#include "kda/cuda/commit_kernel.cuh"
+#include "kda/cuda/step_kernel.cuh"
+#include "kda/cuda/stream_kernel.cuh"
+#include "launch.h"
+
+namespace kda::cuda {
+
+/// Raises a kernel's dynamic shared-memory limit to the device's opt-in limit less the
+/// kernel's static shared memory (the sum may not exceed the opt-in limit).
+template <class Kernel>
+cudaError_t set_max_dynamic_smem(Kernel kernel, int64_t optin) {
+  cudaFuncAttributes fa{};
+  cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin - int64_t(fa.sharedSizeBytes)));
+}
+
+template <int SPLIT, class StateT>
+cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
+  using T = StepTraits<SPLIT, StateT>;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(ctas), 1, 1);
+  cfg.blockDim = dim3(T::kThreads, 1, 1);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  // NOTES: programmatic dependent launch: the kernel reads only weights before
+  // cudaGridDependencySynchronize(), so it may start while the previous step drains.
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if constexpr (SPLIT > 1) {
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = SPLIT;
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
+    cfg.numAttrs = 2;
+  }
+  return cudaLaunchKernelEx(&cfg, kda_step_kernel<T>, p);
+}
+
+template <class StateT>
+cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(ctas), 1, 1);
+  cfg.blockDim = dim3(cuda_config::kStreamThreads, 1, 1);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kda_stream_kernel<StateT>, p);
+}
+
+template <class StateT>
+cudaError_t set_stream_attributes(int64_t max_smem) {
+  return set_max_dynamic_smem(kda_stream_kernel<StateT>, max_smem);
+}
+
+template <int SPLIT, class StateT>
+cudaError_t set_step_attributes(int64_t max_smem) {
+  using T = StepTraits<SPLIT, StateT>;
+  return set_max_dynamic_smem(kda_step_kernel<T>, max_smem);
+}
+
+template <class StateT>
+cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
+  const unsigned ctas = unsigned(int64_t(p.B) * p.H * kCommitSplit);
+  kda_commit_kernel<StateT><<<ctas, cuda_config::kCommitThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace kda::cuda
+
+#define KDA_INSTANTIATE_STEP(SPLIT, STATE)                                                          \
+  template cudaError_t kda::cuda::launch_step<SPLIT, STATE>(const kda::StepParams&, int64_t, int64_t, \
+                                                            cudaStream_t);                          \
+  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE>(int64_t);
+
+#define KDA_INSTANTIATE_STREAM(STATE)                                                                 \
+  template cudaError_t kda::cuda::launch_stream<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \
+  template cudaError_t kda::cuda::set_stream_attributes<STATE>(int64_t);

@@ -1,0 +1,599 @@
+// tests/cpp/test_cuda.cpp — the CUDA backend against the CPU backend (SPEC §8, backend vs
+// backend) for every variant × step kind on fresh random inputs, plus GPU-only contract
+// properties: bitwise determinism, commit(n) == per-token state, fused == flush + fused(0),
+// CUDA-graph capture and replay with new data, error flags. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#if defined(KDA_WITH_CUDA)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kda/numerics.h"
+#include "kda/prepared.h"
+
+namespace {
+
+using namespace kda;
+constexpr int K = 128;
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
+
+/// A host array mirrored on the device.
+struct Mirror {
+  std::vector<unsigned char> host;
+  void* dev = nullptr;
+  explicit Mirror(std::size_t n = 0) : host(n) {
+    if (n) cudaMalloc(&dev, n);
+  }
+  Mirror(const Mirror&) = delete;
+  Mirror(Mirror&& o) noexcept : host(std::move(o.host)), dev(o.dev) { o.dev = nullptr; }
+  Mirror& operator=(Mirror&& o) noexcept {
+    std::swap(host, o.host);
+    std::swap(dev, o.dev);
+    return *this;
+  }
+  ~Mirror() {
+    if (dev) cudaFree(dev);
+  }
+  void up() { cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice); }
+  std::vector<unsigned char> down() const {
+    std::vector<unsigned char> h(host.size());
+    cudaMemcpy(h.data(), dev, h.size(), cudaMemcpyDeviceToHost);
+    return h;
+  }
+  template <class T> T* h() { return reinterpret_cast<T*>(host.data()); }
+};
+
+uint16_t bf(float f) { return f32_to_bf16(f); }
+
+struct Config {
+  int H = 4, B = 3, q = 1;
+  StepMode mode = StepMode::kDecode;
+  bool lower_bound = false, bias = true, ds = true, state_bf16 = false, conv_f32 = false;
+  bool gate2 = false, out_slots = false, pad = true;
+  Variant variant = Variant::kAuto;
+  std::string name() const {
+    return std::string(mode_name(mode)) + " H" + std::to_string(H) + " B" + std::to_string(B) + " q" +
+           std::to_string(q) + (lower_bound ? " lb" : " sp") + (ds ? " DS" : " SD") + (state_bf16 ? " bf16state" : "") +
+           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + " " + variant_name(variant);
+  }
+};
+
+/// One random layer + caches + step inputs, on host and device.
+struct World {
+  Config c;
+  int D, W = 4, window, P, rows, Qr, pitch;
+  Mirror conv_w, conv_b, f_b, A_log, dt_bias, norm_w;
+  Mirror proj, out, conv, state, corr, kg, pending, slots, accepted, oslots;
+  std::mt19937 rng;
+
+  World(const Config& cfg, uint32_t seed) : c(cfg), rng(seed) {
+    D = c.H * K;
+    window = W - 2 + c.q + 1;  // one spare column: columns >= w must stay untouched
+    P = c.B * (c.q + 2) + 3;
+    rows = c.B * c.q;
+    Qr = std::max(c.q, 4);
+    const int gate_cols = c.gate2 ? D : kRank;
+    // padding columns with garbage; Stream needs 16-byte aligned rows (else it falls back)
+    pitch = 4 * D + gate_cols + c.H + 24;
+    if (c.variant == Variant::kStream || c.variant == Variant::kAuto) pitch = (pitch + 7) / 8 * 8;
+    std::normal_distribution<float> n01(0.f, 1.f);
+    std::uniform_real_distribution<float> u01(0.f, 1.f);
+    auto fill_f32 = [&](Mirror& m, std::size_t n, float scale, float shift = 0.f) {
+      m = Mirror(n * 4);
+      for (std::size_t i = 0; i < n; ++i) m.h<float>()[i] = shift + scale * n01(rng);
+      m.up();
+    };
+    auto fill_bf16 = [&](Mirror& m, std::size_t n, float scale) {
+      m = Mirror(n * 2);
+      for (std::size_t i = 0; i < n; ++i) m.h<uint16_t>()[i] = bf(scale * n01(rng));
+      m.up();
+    };
+    fill_f32(conv_w, std::size_t(3 * D) * W, 0.4f);
+    fill_f32(conv_b, std::size_t(3 * D), 0.1f);
+    fill_bf16(f_b, std::size_t(D) * kRank, 0.08f);
+    fill_f32(A_log, c.H, 0.5f);
+    fill_f32(dt_bias, D, 0.5f);
+    fill_f32(norm_w, K, 0.2f, 1.0f);
+    fill_bf16(proj, std::size_t(rows) * pitch, 1.0f);
+    out = Mirror(std::size_t(rows) * D * 2);
+    for (std::size_t i = 0; i < std::size_t(rows) * D; ++i) out.h<uint16_t>()[i] = 0x7fc1;  // poison (NaN)
+    out.up();
+    // caches: random everywhere (untouched slots are checked bitwise)
+    const std::size_t conv_n = std::size_t(P) * 3 * D * window;
+    conv = Mirror(conv_n * (c.conv_f32 ? 4 : 2));
+    for (std::size_t i = 0; i < conv_n; ++i) {
+      const float v = n01(rng);
+      if (c.conv_f32) conv.h<float>()[i] = round_bf16(v);
+      else conv.h<uint16_t>()[i] = bf(v);
+    }
+    conv.up();
+    const std::size_t st_n = std::size_t(P) * c.H * K * K;
+    state = Mirror(st_n * (c.state_bf16 ? 2 : 4));
+    for (std::size_t i = 0; i < st_n; ++i) {
+      const float v = 0.05f * n01(rng);
+      if (c.state_bf16) state.h<uint16_t>()[i] = bf(v);
+      else state.h<float>()[i] = v;
+    }
+    state.up();
+    const std::size_t rec = std::size_t(P) * c.H * Qr;
+    corr = Mirror(rec * K * 4);
+    kg = Mirror(rec * 2 * K * 4);
+    for (std::size_t i = 0; i < rec * K; ++i) corr.h<float>()[i] = 0.1f * n01(rng);
+    for (std::size_t r = 0; r < rec; ++r)
+      for (int i = 0; i < K; ++i) {
+        kg.h<float>()[r * 2 * K + i] = 0.09f * n01(rng);
+        kg.h<float>()[r * 2 * K + K + i] = -0.3f * u01(rng);
+      }
+    corr.up();
+    kg.up();
+    pending = Mirror(std::size_t(P) * 4);
+    // slots: distinct, never the null slot 0; request 1 is a pad when asked
+    std::vector<int> perm(P - 1);
+    std::iota(perm.begin(), perm.end(), 1);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const int cols = c.mode == StepMode::kPerToken ? c.q + 1 : 2;  // wider than needed: strided rows
+    slots = Mirror(std::size_t(c.B) * cols * 4);
+    accepted = Mirror(std::size_t(c.B) * 4);
+    oslots = Mirror(std::size_t(c.B) * 4);
+    int next = 0;
+    for (int b = 0; b < c.B; ++b) {
+      for (int t = 0; t < cols; ++t) slots.h<int>()[b * cols + t] = perm[next++];
+      oslots.h<int>()[b] = perm[next++];
+      const int max_acc = std::min(window - W + 2, c.mode == StepMode::kPerToken ? c.q : window - W + 2);
+      accepted.h<int>()[b] = 1 + int(rng() % unsigned(max_acc));
+      if (c.mode != StepMode::kPerToken && c.mode != StepMode::kDecode)
+        accepted.h<int>()[b] = 1 + int(rng() % unsigned(std::min(max_acc, c.q)));
+    }
+    if (c.pad && c.B > 1) slots.h<int>()[1 * cols] = (rng() & 1) ? -1 : 0;
+    if (c.mode == StepMode::kPerToken && c.q > 2 && c.B > 2) {
+      slots.h<int>()[2 * cols + c.q - 1] = -1;  // skip a write (a pad after the start column)
+      accepted.h<int>()[2] = std::min(accepted.h<int>()[2], c.q - 1);
+    }
+    for (int i = 0; i < P; ++i) pending.h<int>()[i] = 0;
+    for (int b = 0; b < c.B; ++b) {
+      const int s = slots.h<int>()[b * cols];
+      if (s > 0 && c.mode == StepMode::kFused && (rng() & 1)) pending.h<int>()[s] = accepted.h<int>()[b];
+    }
+    slots.up();
+    accepted.up();
+    oslots.up();
+    pending.up();
+    slots_cols = cols;
+  }
+  int slots_cols = 1;
+
+  LayerWeights weights(bool dev) {
+    auto v = [&](Mirror& m, DType t, std::initializer_list<int64_t> shape) {
+      return make_view(dev ? m.dev : m.host.data(), t, shape, dev ? Device::kCUDA : Device::kCPU);
+    };
+    LayerWeights w;
+    w.conv_weight = v(conv_w, DType::kF32, {3 * D, 1, W});
+    if (c.bias) w.conv_bias = v(conv_b, DType::kF32, {3 * D});
+    w.f_b_weight = v(f_b, DType::kBF16, {D, kRank});
+    w.A_log = v(A_log, DType::kF32, {c.H});
+    w.dt_bias = v(dt_bias, DType::kF32, {D});
+    w.norm_weight = v(norm_w, DType::kF32, {K});
+    if (c.lower_bound) w.lower_bound = -5.0f;
+    return w;
+  }
+  Caches caches(bool dev) {
+    auto ptr = [&](Mirror& m) { return dev ? m.dev : static_cast<void*>(m.host.data()); };
+    const Device d = dev ? Device::kCUDA : Device::kCPU;
+    Caches cs;
+    const DType ct = c.conv_f32 ? DType::kF32 : DType::kBF16;
+    if (c.ds) cs.conv_state = make_view(ptr(conv), ct, {P, 3 * D, window}, d);
+    else cs.conv_state = make_view(ptr(conv), ct, {P, window, 3 * D}, d);
+    cs.state = make_view(ptr(state), c.state_bf16 ? DType::kBF16 : DType::kF32, {P, c.H, K, K}, d);
+    cs.correction = make_view(ptr(corr), DType::kF32, {P, c.H, Qr, K}, d);
+    cs.key_gate = make_view(ptr(kg), DType::kF32, {P, c.H, Qr, 2 * K}, d);
+    cs.pending = make_view(ptr(pending), DType::kI32, {P}, d);
+    return cs;
+  }
+  StepArgs args(bool dev) {
+    auto ptr = [&](Mirror& m) { return dev ? m.dev : static_cast<void*>(m.host.data()); };
+    const Device d = dev ? Device::kCUDA : Device::kCPU;
+    StepArgs a;
+    a.q = c.q;
+    a.mode = c.mode;
+    if (c.mode == StepMode::kPerToken) a.slots = make_view(ptr(slots), DType::kI32, {c.B, c.q}, {slots_cols, 1}, d);
+    else a.slots = make_view(ptr(slots), DType::kI32, {c.B}, {slots_cols}, d);  // a column slice
+    a.accepted = make_view(ptr(accepted), DType::kI32, {c.B}, d);
+    if (c.out_slots && c.mode == StepMode::kDecode) a.out_slots = make_view(ptr(oslots), DType::kI32, {c.B}, d);
+    return a;
+  }
+  TensorView projected(bool dev) {
+    return make_view(dev ? proj.dev : proj.host.data(), DType::kBF16, {rows, 4 * D + (c.gate2 ? D : kRank) + c.H}, {pitch, 1},
+                     dev ? Device::kCUDA : Device::kCPU);
+  }
+  TensorView outv(bool dev) {
+    return make_view(dev ? out.dev : out.host.data(), DType::kBF16, {rows, D}, dev ? Device::kCUDA : Device::kCPU);
+  }
+  std::unordered_map<StepKey, Policy, StepKeyHash> policies(bool dev) {
+    Policy pol;
+    pol.variant = dev ? c.variant : Variant::kAuto;
+    pol.gate_mode = c.gate2 ? GateMode::kPrecomputed : GateMode::kAuto;
+    return {{StepKey{c.mode, c.B, c.q}, pol}};
+  }
+};
+
+float to_f(const std::vector<unsigned char>& v, std::size_t i, bool bf16) {
+  if (bf16) {
+    uint16_t b;
+    std::memcpy(&b, v.data() + 2 * i, 2);
+    return bf16_to_f32(b);
+  }
+  float f;
+  std::memcpy(&f, v.data() + 4 * i, 4);
+  return f;
+}
+
+/// Compares a pool written by both backends. A pool is a sequence of `tiles` equal tiles
+/// (slots or records rows): a tile the CPU left bitwise unchanged must be bitwise unchanged
+/// on the GPU too; in the others each element is within tol·max|cpu written| (+1 bf16 ulp
+/// for bf16 data), or bitwise when `bitwise`.
+void compare_pool(const char* what, const std::vector<unsigned char>& init, const std::vector<unsigned char>& cpu,
+                  const std::vector<unsigned char>& gpu, bool bf16, double tol, bool bitwise, const std::string& name,
+                  std::size_t tiles) {
+  const std::size_t es = bf16 ? 2 : 4, n = init.size() / es, per = n / tiles;
+  std::vector<char> written(tiles, 0);
+  double maxref = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::memcmp(&init[i * es], &cpu[i * es], es)) {
+      written[i / per] = 1;
+      maxref = std::max(maxref, double(std::fabs(to_f(cpu, i, bf16))));
+    }
+  std::size_t bad = 0, first = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!written[i / per] || bitwise) {
+      if (std::memcmp(&cpu[i * es], &gpu[i * es], es)) {
+        if (!bad++) first = i;
+      }
+      continue;
+    }
+    const double a = to_f(cpu, i, bf16), b = to_f(gpu, i, bf16);
+    const double ulp = bf16 ? std::fabs(a) * (1.0 / 128) : 0.0;
+    const double err = std::fabs(a - b);
+    worst = std::max(worst, err / std::max(maxref, 1e-30));
+    if (!(err <= tol * maxref + ulp)) {
+      if (!bad++) first = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << name << ": " << what << " differs at " << bad << " elements (first " << first << ", tile "
+                     << first / per << (written[first / per] ? " written" : " untouched") << ": cpu " << to_f(cpu, first, bf16)
+                     << " gpu " << to_f(gpu, first, bf16) << "), worst rel " << worst;
+}
+
+void run_case(const Config& cfg, uint32_t seed) {
+  SCOPED_TRACE(cfg.name() + " seed " + std::to_string(seed));
+  World w(cfg, seed);
+  const auto conv0 = w.conv.host, state0 = w.state.host, corr0 = w.corr.host, kg0 = w.kg.host,
+             pend0 = w.pending.host;
+  // GPU
+  PreparedKda gk(w.weights(true), w.policies(true), cfg.ds, 0);
+  gk.prepare(w.caches(true));
+  InputViews in_dev;
+  if (cfg.gate2) {
+    // run_views with precomputed gate: slice the packed row by hand
+    auto sl = [&](bool dev, int64_t c0, int64_t n) {
+      return make_view(static_cast<uint16_t*>(dev ? w.proj.dev : static_cast<void*>(w.proj.host.data())) + c0,
+                       DType::kBF16, {w.rows, n}, {w.pitch, 1}, dev ? Device::kCUDA : Device::kCPU);
+    };
+    for (bool dev : {true, false}) {
+      InputViews in{sl(dev, 0, 3 * w.D), sl(dev, 3 * w.D, w.D), sl(dev, 4 * w.D, w.D), sl(dev, 5 * w.D, cfg.H)};
+      if (dev) {
+        gk.run_views(in, w.outv(true), w.caches(true), w.args(true));
+      } else {
+        PreparedKda ck(w.weights(false), w.policies(false), cfg.ds, 0);
+        ck.run_views(in, w.outv(false), w.caches(false), w.args(false));
+        EXPECT_EQ(ck.status().flags, 0u);
+      }
+    }
+  } else {
+    gk.run(w.projected(true), w.outv(true), w.caches(true), w.args(true));
+    PreparedKda ck(w.weights(false), w.policies(false), cfg.ds, 0);
+    ck.run(w.projected(false), w.outv(false), w.caches(false), w.args(false));
+    EXPECT_EQ(ck.status().flags, 0u);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(gk.status().flags, 0u);
+  const std::string name = cfg.name();
+  // out: within 1 bf16 ulp + 2e-3·max|ref|; pad rows zero on both
+  {
+    auto g = w.out.down();
+    const auto& c = w.out.host;
+    const std::size_t n = std::size_t(w.rows) * w.D;
+    double maxref = 0;
+    for (std::size_t i = 0; i < n; ++i) maxref = std::max(maxref, double(std::fabs(to_f(c, i, true))));
+    std::size_t bad = 0, first = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double a = to_f(c, i, true), b = to_f(g, i, true);
+      if (!(std::fabs(a - b) <= std::fabs(a) / 128.0 + 2e-3 * maxref)) {
+        if (!bad++) first = i;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << name << ": out differs at " << bad << " (first " << first << ": cpu " << to_f(c, first, true)
+                       << " gpu " << to_f(g, first, true) << ")";
+  }
+  const std::size_t P = std::size_t(w.P);
+  compare_pool("conv window", conv0, w.conv.host, w.conv.down(), cfg.conv_f32 ? false : true, 0, true, name, P);
+  compare_pool("state", state0, w.state.host, w.state.down(), cfg.state_bf16, 2e-5, false, name, P * cfg.H);
+  compare_pool("correction", corr0, w.corr.host, w.corr.down(), false, 2e-5, false, name, P * cfg.H);
+  compare_pool("key_gate", kg0, w.kg.host, w.kg.down(), false, 2e-5, false, name, P * cfg.H);
+  EXPECT_EQ(w.pending.host, w.pending.down()) << name << ": pending";
+  (void)pend0;
+}
+
+class CudaVsCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
+  uint32_t seed = 1234;
+  std::mt19937 pick(99);
+  const int Hs[] = {1, 3, 12, 32, 96};
+  const int Bs[] = {1, 2, 7, 64, 300};
+  const int qs[] = {1, 2, 4, 8};
+  int cases = 0;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kAuto})
+    for (StepMode m : {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 6; ++rep) {
+        Config c;
+        c.variant = v;
+        c.mode = m;
+        c.H = Hs[pick() % 5];
+        c.B = Bs[pick() % 5];
+        c.q = m == StepMode::kDecode ? 1 : qs[pick() % 4];
+        while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 3);  // keep the CPU side quick
+        c.lower_bound = rep & 1;
+        c.ds = (rep >> 1) & 1;
+        c.bias = rep % 3 != 0;
+        c.state_bf16 = rep == 5;
+        c.conv_f32 = rep == 4;
+        c.gate2 = rep == 3;
+        c.out_slots = m == StepMode::kDecode && rep >= 3;
+        run_case(c, seed++);
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] " << cases << " configurations\n";
+}
+
+TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
+  uint32_t seed = 77;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream})
+    for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused}) {
+      Config c;
+      c.variant = v;
+      c.mode = m;
+      c.H = 2;
+      c.B = 3;
+      c.q = 16;
+      run_case(c, seed++);
+    }
+}
+
+/// Same inputs, same bits: two runs from identical caches.
+TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream})
+    for (StepMode m : {StepMode::kDecode, StepMode::kFused}) {
+      Config c;
+      c.variant = v;
+      c.mode = m;
+      c.H = 4;
+      c.B = 5;
+      c.q = m == StepMode::kDecode ? 1 : 4;
+      World w1(c, 5), w2(c, 5);
+      for (World* w : {&w1, &w2}) {
+        PreparedKda gk(w->weights(true), w->policies(true), c.ds, 0);
+        gk.prepare(w->caches(true));
+        gk.run(w->projected(true), w->outv(true), w->caches(true), w->args(true));
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(w1.out.down(), w2.out.down());
+      EXPECT_EQ(w1.state.down(), w2.state.down());
+      EXPECT_EQ(w1.kg.down(), w2.kg.down());
+      EXPECT_EQ(w1.corr.down(), w2.corr.down());
+    }
+}
+
+/// commit(n) after a record-mode verify == the per-token state after n tokens, bitwise; and
+/// fused(pending = n) == flush(n) then fused(pending = 0), bitwise.
+TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream})
+    for (bool bf16 : {false, true}) {
+      Config c;
+      c.variant = v;
+      c.H = 3;
+      c.B = 4;
+      c.q = 4;
+      c.pad = false;
+      c.state_bf16 = bf16;
+      // per-token run
+      c.mode = StepMode::kPerToken;
+      World a(c, 11);
+      // the same world in record mode: same weights/inputs/caches (same seed), slots column 0
+      Config cr = c;
+      cr.mode = StepMode::kRecord;
+      World r(cr, 11);
+      // make the record world's checkpoint = per-token start slot contents, accepted = 1
+      for (World* w : {&a, &r}) {
+        for (int b = 0; b < c.B; ++b) w->accepted.h<int>()[b] = 1;
+        w->accepted.up();
+      }
+      PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
+      ka.prepare(a.caches(true));
+      ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+      PreparedKda kr(r.weights(true), r.policies(true), c.ds, 0);
+      kr.prepare(r.caches(true));
+      // per-token slots row of `a` vs record checkpoint of `r`: copy a's start slots into r's
+      // checkpoint slots so that both start from the same state.
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::size_t es = bf16 ? 2 : 4, tile = std::size_t(c.H) * K * K * es;
+      for (int b = 0; b < c.B; ++b) {
+        const int sa = a.slots.h<int>()[b * a.slots_cols], sr = r.slots.h<int>()[b * r.slots_cols];
+        std::memcpy(r.state.host.data() + sr * tile, a.state.host.data() + sa * tile, tile);
+        const std::size_t wtile = std::size_t(3) * a.D * a.window * 2;  // DS bf16 window of a slot
+        std::memcpy(r.conv.host.data() + sr * wtile, a.conv.host.data() + sa * wtile, wtile);
+      }
+      r.state.up();
+      r.conv.up();
+      kr.run(r.projected(true), r.outv(true), r.caches(true), r.args(true));
+      // commit n = 2 into the checkpoint
+      Mirror counts(std::size_t(c.B) * 4);
+      for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = 2;
+      counts.up();
+      kr.commit(r.caches(true), make_view(r.slots.dev, DType::kI32, {c.B}, {r.slots_cols}, Device::kCUDA), TensorView{},
+                make_view(counts.dev, DType::kI32, {c.B}, Device::kCUDA));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const auto sa_dev = a.state.down(), sr_dev = r.state.down();
+      for (int b = 0; b < c.B; ++b) {
+        const int after2 = a.slots.h<int>()[b * a.slots_cols + 1];
+        const int ck = r.slots.h<int>()[b * r.slots_cols];
+        EXPECT_EQ(0, std::memcmp(sa_dev.data() + after2 * tile, sr_dev.data() + ck * tile, tile))
+            << variant_name(v) << (bf16 ? " bf16" : " f32") << ": commit(2) != per-token state after 2 tokens, request " << b;
+      }
+      EXPECT_EQ(a.out.down(), r.out.down()) << "per_token and record outputs differ";
+    }
+}
+
+TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream}) {
+    Config c;
+    c.variant = v;
+    c.mode = StepMode::kFused;
+    c.H = 3;
+    c.B = 5;
+    c.q = 3;
+    World a(c, 21), b(c, 21);
+    // a: fused with the pending it has; b: flush first, then the same fused step
+    PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
+    ka.prepare(a.caches(true));
+    ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+    PreparedKda kb(b.weights(true), b.policies(true), c.ds, 0);
+    kb.prepare(b.caches(true));
+    kb.flush(b.caches(true), make_view(b.slots.dev, DType::kI32, {c.B}, {b.slots_cols}, Device::kCUDA), TensorView{});
+    kb.run(b.projected(true), b.outv(true), b.caches(true), b.args(true));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(a.out.down(), b.out.down()) << variant_name(v);
+    EXPECT_EQ(a.state.down(), b.state.down()) << variant_name(v);
+    EXPECT_EQ(a.kg.down(), b.kg.down()) << variant_name(v);
+    EXPECT_EQ(a.corr.down(), b.corr.down()) << variant_name(v);
+    EXPECT_EQ(a.pending.down(), b.pending.down()) << variant_name(v);
+    EXPECT_EQ(ka.status().flags, 0u);
+    EXPECT_EQ(kb.status().flags, 0u);
+  }
+}
+
+/// run captured in a CUDA graph, replayed with new inputs copied into the same buffers.
+TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream}) {
+    Config c;
+    c.variant = v;
+    c.H = 4;
+    c.B = 6;
+    World w(c, 31);
+    PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+    gk.prepare(w.caches(true));
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    StepArgs a = w.args(true);
+    a.stream = s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    gk.run(w.projected(true), w.outv(true), w.caches(true), a);
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    // nothing ran during capture
+    EXPECT_EQ(w.state.down(), w.state.host);
+    for (int round = 0; round < 3; ++round) {
+      // new inputs, same buffers; the CPU backend runs the same step on the host copies
+      std::mt19937 rng(1000 + round);
+      std::normal_distribution<float> n01;
+      for (std::size_t i = 0; i < std::size_t(w.rows) * w.pitch; ++i) w.proj.h<uint16_t>()[i] = f32_to_bf16(n01(rng));
+      w.proj.up();
+      CUDA_OK(cudaGraphLaunch(exec, s));
+      CUDA_OK(cudaStreamSynchronize(s));
+      PreparedKda ck(w.weights(false), w.policies(false), c.ds, 0);
+      ck.run(w.projected(false), w.outv(false), w.caches(false), w.args(false));
+      auto g = w.out.down();
+      double maxref = 0, worst = 0;
+      for (std::size_t i = 0; i < std::size_t(w.rows) * w.D; ++i) maxref = std::max(maxref, double(std::fabs(to_f(w.out.host, i, true))));
+      for (std::size_t i = 0; i < std::size_t(w.rows) * w.D; ++i) {
+        const double a0 = to_f(w.out.host, i, true), b0 = to_f(g, i, true);
+        worst = std::max(worst, std::fabs(a0 - b0) - std::fabs(a0) / 128.0 - 2e-3 * maxref);
+      }
+      EXPECT_LE(worst, 0.0) << variant_name(v) << " replay " << round;
+      EXPECT_EQ(w.conv.down(), w.conv.host) << "windows after replay " << round;
+      // keep the state identical on both sides for the next round
+      auto sd = w.state.down();
+      w.state.host = sd;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+  }
+}
+
+/// Caller errors in the data: flagged with the lowest request index, nothing written.
+TEST_F(CudaVsCpu, ErrorFlagsOnDevice) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream}) {
+    Config c;
+    c.variant = v;
+    c.mode = StepMode::kPerToken;
+    c.H = 2;
+    c.B = 4;
+    c.q = 2;
+    c.pad = false;
+    World w(c, 41);
+    w.slots.h<int>()[2 * w.slots_cols + 1] = w.P + 5;  // SLOT_RANGE on request 2
+    w.accepted.h<int>()[3] = 0;                          // ACCEPTED on request 3
+    w.slots.up();
+    w.accepted.up();
+    const auto state0 = w.state.host;
+    PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+    gk.prepare(w.caches(true));
+    gk.run(w.projected(true), w.outv(true), w.caches(true), w.args(true));
+    Status s = gk.status();
+    EXPECT_EQ(s.flags, uint32_t(kSlotRange | kAccepted)) << s.describe();
+    EXPECT_EQ(s.first_request, 2);
+    EXPECT_EQ(gk.status().flags, 0u) << "status() clears";
+    auto out = w.out.down();
+    for (int b : {2, 3})
+      for (int t = 0; t < c.q; ++t)
+        for (int i = 0; i < w.D; ++i)
+          ASSERT_EQ(to_f(out, std::size_t(b * c.q + t) * w.D + i, true), 0.f) << "error rows are zero";
+    // requests 2 and 3 wrote no state
+    auto st = w.state.down();
+    const std::size_t tile = std::size_t(c.H) * K * K * 4;
+    for (int b : {2, 3})
+      for (int t = 0; t < c.q; ++t) {
+        const int sl = w.slots.h<int>()[b * w.slots_cols + t];
+        if (sl < w.P) {
+          EXPECT_EQ(0, std::memcmp(st.data() + sl * tile, state0.data() + sl * tile, tile));
+        }
+      }
+  }
+}
+
+}  // namespace
+
+#else
+TEST(CudaVsCpu, NotBuilt) { GTEST_SKIP() << "built without the CUDA backend"; }
+#endif
