@@ -15,14 +15,15 @@ for each forced variant ('split', 'wide', 'stream', 'auto') and each step kind, 
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
+import zlib
 
 import numpy as np
 import pytest
 
 import kda_decode as kd
-import functools
 
 import harness
 from harness import Layer, Pool, bits_of, f64, strided_table
@@ -333,6 +334,52 @@ def test_matrix(c):
             tw.set_pending(rows, acc if kind == "fused_acc" else np.zeros(B, np.int32))
             tw.run(Inputs(layer, B * q, seed=2), slots=strided_table(slots), q=q, accepted=acc,
                    record_rows=rows, mode="fused")
+
+
+# ---------------------------------------------------------------------------------------
+# GPU against the float64 reference directly (SPEC §8: each backend vs float64)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["split", "wide", "stream"])
+@pytest.mark.parametrize("mode", ["decode", "per_token", "record", "fused"])
+def test_gpu_vs_float64(variant, mode):
+    """One step on the GPU, checked against reference.step on the float64 mirror: out within
+    2^-8·|ref| + 2e-3·max|ref|, written states within 1e-5·max|ref| (fused: the folded
+    checkpoint too), windows bitwise."""
+    import reference as ref
+    from harness import check_out, check_rel
+
+    rng = np.random.default_rng(zlib.crc32(f"{variant}-{mode}".encode()))
+    H, B = 3, 5
+    q = 1 if mode == "decode" else 3
+    layer = Layer(H, conv_bias=True, lower_bound=-5.0 if mode in ("decode", "record") else None, seed=17)
+    n = B * q + 2
+    window = W - 2 + q
+    pool = Pool(layer, n, window, layout="ds", records=(n, q) if mode in ("record", "fused") else None, seed=18)
+    tw = Twin(layer, pool, layout="ds", policies={(mode, B, q): kd.Policy(variant=variant)})
+    ids = rng.permutation(np.arange(1, n)).astype(np.int32)
+    inp = Inputs(layer, B * q, seed=19)
+    kw = dict(q=q, mode=mode)
+    if mode == "per_token":
+        kw["slots"] = ids[:B * q].reshape(B, q).copy()
+        kw["accepted"] = rng.integers(1, q + 1, size=B).astype(np.int32)
+    else:
+        kw["slots"] = ids[:B].copy()
+    if mode == "fused":
+        kw["accepted"] = np.full(B, 2, np.int32)
+        tw.set_pending(kw["slots"], kw["accepted"])  # fold 2 records first (pool records are random)
+        pool.ref.pending[kw["slots"]] = 2
+    _, g_out, _ = tw.run(inp, **kw)
+    res = ref.step(layer.ref, inp.ref, pool.ref, mode=mode, q=q, slots=np.asarray(kw["slots"]),
+                   accepted=kw.get("accepted"))
+    check_out(g_out, res.out, res.pads, q, what=f"{variant} {mode} out vs float64")
+    g = tw.g_snapshot()
+    ss = sorted(pool.ref.written_state)
+    if ss:
+        check_rel(f64(g["state"][ss]) if pool.state_dtype == "bf16" else g["state"][ss], pool.ref.state[ss], 1e-5,
+                  f"{variant} {mode} state vs float64")
+    ws = sorted(pool.ref.written_conv)
+    want = pool.ref.conv[ws]
+    assert np.array_equal(f64(g["conv"][ws]), want), f"{variant} {mode}: windows differ from the float64 mirror"
 
 
 # ---------------------------------------------------------------------------------------
