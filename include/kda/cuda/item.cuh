@@ -115,4 +115,45 @@ __device__ __forceinline__ float gate_dot(const uint4* fb, FA fa, int rot) {
   return z;
 }
 
+/// 1/|y| (with the l2-norm epsilon) of the conv outputs y_q and y_k of every token: one warp
+/// per (token, q|k); s_inv[t] for q, s_inv[kMaxQ + t] for k.
+__device__ __forceinline__ void qk_inv_norms(const float* s_yq, const float* s_yk, float* s_inv, int q, int warp,
+                                             int nwarps, int lane) {
+  for (int idx = warp; idx < 2 * q; idx += nwarps) {
+    const int t = idx >> 1, which = idx & 1;
+    const float* y = (which ? s_yk : s_yq) + t * kHeadDim + lane * 4;
+    float s = y[0] * y[0];
+    s = fmaf(y[1], y[1], s);
+    s = fmaf(y[2], y[2], s);
+    s = fmaf(y[3], y[3], s);
+    s = warp_sum(s);
+    if (lane == 0) s_inv[which * kMaxQ + t] = 1.0f / sqrtf(s + kL2Eps);
+  }
+}
+
+/// The lane's columns of token t: k (normalised), q (normalised and scaled) and the decay
+/// e = exp(g), from the shared-memory conv outputs, gates and inverse norms.
+struct TokenVectors {
+  float4 k, q, e;
+};
+__device__ __forceinline__ TokenVectors token_vectors(const float* s_yq, const float* s_yk, const float* s_g,
+                                                      const float* s_inv, int t, int lane) {
+  const float iq = s_inv[t], ik = s_inv[kMaxQ + t];
+  const float4 yk = *reinterpret_cast<const float4*>(s_yk + t * kHeadDim + lane * 4);
+  const float4 yq = *reinterpret_cast<const float4*>(s_yq + t * kHeadDim + lane * 4);
+  const float4 g4 = *reinterpret_cast<const float4*>(s_g + t * kHeadDim + lane * 4);
+  TokenVectors v;
+  v.k = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
+  v.q = make_float4(yq.x * iq * kQScale, yq.y * iq * kQScale, yq.z * iq * kQScale, yq.w * iq * kQScale);
+  v.e = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+  return v;
+}
+
+/// Stores a warp tile (RPW rows, the lane's 4 columns) at dst = the lane's first element.
+template <class StateT, int RPW>
+__device__ __forceinline__ void store_tile(StateT* dst, const float4 (&S)[RPW]) {
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) StateIO<StateT>::store(dst + i * kHeadDim, S[i]);
+}
+
 }  // namespace kda::cuda

@@ -203,16 +203,7 @@ __global__ void __launch_bounds__(T::kThreads, 2) kda_step_kernel(const __grid_c
   __syncthreads();
 
   // ---- q/k l2 norms: one warp per (token, q|k) -------------------------------------------
-  for (int idx = warp; idx < 2 * q; idx += T::kWarps) {
-    const int t = idx >> 1, which = idx & 1;
-    const float* y = (which ? s_yk : s_yq) + t * K + lane * 4;
-    float s = y[0] * y[0];
-    s = fmaf(y[1], y[1], s);
-    s = fmaf(y[2], y[2], s);
-    s = fmaf(y[3], y[3], s);
-    s = warp_sum(s);
-    if (lane == 0) s_inv[which * kMaxQ + t] = 1.0f / sqrtf(s + kL2Eps);
-  }
+  qk_inv_norms(s_yq, s_yk, s_inv, q, warp, T::kWarps, lane);
 
   // ---- gate: rows [rank·RC, rank·RC + RC) of z, then g into every CTA of the cluster ------
   if constexpr (SPLIT > 1) ::cuda::ptx::barrier_cluster_wait();
@@ -285,15 +276,9 @@ __global__ void __launch_bounds__(T::kThreads, 2) kda_step_kernel(const __grid_c
   const bool writer = (lane % G) == 0;
   const int wrow = warp * RPW + lane / G;  // the row this lane writes (within the CTA)
   for (int t = 0; t < q; ++t) {
-    const float iq = s_inv[t], ik = s_inv[kMaxQ + t];
-    const float4 yk = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
-    const float4 yq = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
-    const float4 g4 = *reinterpret_cast<const float4*>(s_g + t * K + lane * 4);
-    const float4 k4 = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
-    const float4 q4 = make_float4(yq.x * iq * kQScale, yq.y * iq * kQScale, yq.z * iq * kQScale, yq.w * iq * kQScale);
-    const float4 e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+    const TokenVectors tv = token_vectors(s_yq, s_yk, s_g, s_inv, t, lane);
     float u, o;
-    delta_token<RPW>(S, k4, q4, e4, s_beta[t], s_yv + t * RC + warp * RPW, lane, u, o);
+    delta_token<RPW>(S, tv.k, tv.q, tv.e, s_beta[t], s_yv + t * RC + warp * RPW, lane, u, o);
     if (writer) {
       s_o[t * RC + wrow] = o;
       if (records) corr[t * K + rank * RC + wrow] = u;
@@ -302,15 +287,13 @@ __global__ void __launch_bounds__(T::kThreads, 2) kda_step_kernel(const __grid_c
       const int64_t dslot = slot_at(p, b, t);
       if (!is_pad_id(dslot, p.null_slot)) {
         StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + row0 * K + lane * 4;
-#pragma unroll
-        for (int i = 0; i < RPW; ++i) IO::store(dst + i * K, S[i]);
+        store_tile<StateT, RPW>(dst, S);
       }
     }
   }
   if (mode == StepMode::kDecode) {
     StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + row0 * K + lane * 4;
-#pragma unroll
-    for (int i = 0; i < RPW; ++i) IO::store(dst + i * K, S[i]);
+    store_tile<StateT, RPW>(dst, S);
   }
 
   // ---- Σo² per token over the CTA's rows, into every CTA; barrier #2 ----------------------

@@ -168,16 +168,7 @@ struct StreamKernel {
     __syncthreads();
 
     // ---- q/k l2 norms -------------------------------------------------------------------------
-    for (int idx = warp; idx < 2 * q; idx += NW) {
-      const int t = idx >> 1, which = idx & 1;
-      const float* y = (which ? s_yk : s_yq) + t * K + lane * 4;
-      float sum = y[0] * y[0];
-      sum = fmaf(y[1], y[1], sum);
-      sum = fmaf(y[2], y[2], sum);
-      sum = fmaf(y[3], y[3], sum);
-      sum = warp_sum(sum);
-      if (lane == 0) s_inv[which * kMaxQ + t] = 1.0f / sqrtf(sum + kL2Eps);
-    }
+    qk_inv_norms(s_yq, s_yk, s_inv, q, warp, NW, lane);
     // ---- gate: thread pair per row of F_B[h] (read through L1: consecutive items share h) --
     {
       const int i = tid / kGateTpr, part = tid % kGateTpr;
@@ -232,15 +223,9 @@ struct StreamKernel {
     const bool writer = (lane % G) == 0;
     const int wrow = row0 + lane / G;
     for (int t = 0; t < q; ++t) {
-      const float iq = s_inv[t], ik = s_inv[kMaxQ + t];
-      const float4 yk = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
-      const float4 yq = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
-      const float4 g4 = *reinterpret_cast<const float4*>(s_g + t * K + lane * 4);
-      const float4 k4 = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
-      const float4 q4 = make_float4(yq.x * iq * kQScale, yq.y * iq * kQScale, yq.z * iq * kQScale, yq.w * iq * kQScale);
-      const float4 e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+      const TokenVectors tv = token_vectors(s_yq, s_yk, s_g, s_inv, t, lane);
       float u, o;
-      delta_token<RPW>(S, k4, q4, e4, s_beta[t], s_yv + t * K + row0, lane, u, o);
+      delta_token<RPW>(S, tv.k, tv.q, tv.e, s_beta[t], s_yv + t * K + row0, lane, u, o);
       if (writer) {
         s_o[t * K + wrow] = o;
         if (records) corr[t * K + wrow] = u;
@@ -249,15 +234,13 @@ struct StreamKernel {
         const int64_t dslot = tslots[t];
         if (!is_pad_id(dslot, p.null_slot)) {
           StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + row0 * K + lane * 4;
-#pragma unroll
-          for (int i = 0; i < RPW; ++i) IO::store(dst + i * K, S[i]);
+          store_tile<StateT, RPW>(dst, S);
         }
       }
     }
     if (mode == StepMode::kDecode) {
       StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + row0 * K + lane * 4;
-#pragma unroll
-      for (int i = 0; i < RPW; ++i) IO::store(dst + i * K, S[i]);
+      store_tile<StateT, RPW>(dst, S);
     }
     __syncthreads();
     for (int t = warp; t < q; t += NW) {
