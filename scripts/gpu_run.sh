@@ -81,7 +81,7 @@ fi
 
 if has pytest; then
   t=$SECONDS
-  (cd /tmp && python3 -m pytest -q -x "$OLDPWD/tests/python" -p no:cacheprovider) >"$OUT/pytest.log" 2>&1
+  (cd /tmp && python3 -m pytest -q "$OLDPWD/tests/python" -p no:cacheprovider) >"$OUT/pytest.log" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] && grep -E "Error|error|assert|FAILED" "$OUT/pytest.log" | head -30
   note "pytest: rc=$rc $(tail -1 "$OUT/pytest.log") ($((SECONDS - t)) s)"

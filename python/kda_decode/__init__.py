@@ -33,11 +33,21 @@ what came. Errors in the *data* (slot ids, accepted counts, pending counts) neve
 the offending request is treated as a pad and :meth:`PreparedKda.status` reports them.
 
 torch is never imported by this package unless a torch tensor is passed in.
+
+Serving engines
+---------------
+``import kda_decode.torch`` registers torch custom ops (``torch.ops.kda_decode.run`` ...;
+``torch.compile``, ``torch.library.opcheck``; the methods below then trace under
+torch.compile). :meth:`PreparedKda.from_module` reads a vLLM ``KimiK3DeltaAttention``-style
+module; ``kda_decode.vllm.fused_kda_decode`` is a drop-in for vLLM's
+``ops.fused_kda_decode``.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
+import weakref
 from typing import Any, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -87,6 +97,22 @@ PAD_START: int = _core.PAD_START
 MODES = ("decode", "per_token", "record", "fused")
 
 _KEEP = object()  # "keep the current value" default of process_weights_after_loading
+
+# Live PreparedKda objects by integer handle: the torch custom ops (kda_decode.torch) take
+# the handle, not the object (an op's arguments must be tensors and scalars).
+_LIVE: "weakref.WeakValueDictionary[int, PreparedKda]" = weakref.WeakValueDictionary()
+_NEXT_HANDLE = itertools.count(1)
+# Set to the kda_decode.torch module when it is imported: while torch.compile traces,
+# PreparedKda.run / run_views / commit / flush go through its custom ops.
+_TORCH_OPS = None
+
+
+def _traced_ops():
+    """kda_decode.torch when torch.compile is tracing the caller, else None."""
+    ops = _TORCH_OPS
+    if ops is not None and ops._compiling():
+        return ops
+    return None
 
 
 def cuda_built() -> bool:
@@ -350,6 +376,9 @@ class PreparedKda:
         self._default_policy = dflt
         self._conv_dim_first = bool(conv_dim_first)
         self._null_slot = int(null_slot)
+        self._module_opts = None  # set by from_module: how to read the module again
+        self._handle = next(_NEXT_HANDLE)
+        _LIVE[self._handle] = self
 
     # ---- properties ------------------------------------------------------------------
     @property
@@ -469,6 +498,10 @@ class PreparedKda:
             TypeError / ValueError: host-side operand errors (message names the operand).
             Errors in the data are not raised: see :meth:`status`.
         """
+        ops = _traced_ops()
+        if ops is not None:  # torch.compile: the custom op (current stream; `stream` ignored)
+            return ops.run(self, projected, out, caches, slots, q=q, accepted=accepted, out_slots=out_slots,
+                           record_rows=record_rows, mode=mode)
         q = _check_q(q)
         _check_mode(mode, q)
         projected = _t(projected)
@@ -514,6 +547,10 @@ class PreparedKda:
         Raises:
             TypeError / ValueError: as :meth:`run`.
         """
+        ops = _traced_ops()
+        if ops is not None:  # torch.compile: the custom op (current stream; `stream` ignored)
+            return ops.run_views(self, qkv, out_gate, gate_in, beta, out, caches, slots, q=q, accepted=accepted,
+                                 out_slots=out_slots, record_rows=record_rows, mode=mode)
         q = _check_q(q)
         _check_mode(mode, q)
         qkv = _t(qkv)
@@ -548,6 +585,9 @@ class PreparedKda:
         Raises:
             TypeError / ValueError: host-side operand errors.
         """
+        ops = _traced_ops()
+        if ops is not None:  # torch.compile: the custom op
+            return ops.commit(self, caches, slots, record_rows, counts)
         c = _caches_tuple(caches)
         self._core.commit(*c, slots, record_rows, counts, _resolve_stream(stream, c[1]))
 
@@ -562,6 +602,9 @@ class PreparedKda:
         Raises:
             TypeError / ValueError: host-side operand errors (e.g. no ``pending``).
         """
+        ops = _traced_ops()
+        if ops is not None:  # torch.compile: the custom op
+            return ops.flush(self, caches, slots, record_rows)
         c = _caches_tuple(caches)
         self._core.flush(*c, slots, record_rows, _resolve_stream(stream, c[1]))
 
@@ -575,13 +618,62 @@ class PreparedKda:
         """
         return self._core.status(_resolve_stream(stream, self._weights["A_log"]))
 
+    @classmethod
+    def from_module(
+        cls,
+        attention,
+        policies: Optional[Mapping[Tuple[str, int, int], Any]] = None,
+        *,
+        conv_dim_first: bool = False,
+        null_slot: int = 0,
+        default_policy: Optional[Policy] = None,
+        precomputed_gate: bool = False,
+    ) -> "PreparedKda":
+        """Builds the prepared core from a KDA attention module (vLLM ``KimiK3DeltaAttention`` names).
+
+        Reads (H = heads of this tensor-parallel shard, D = 128·H, W = conv taps):
+
+        - ``attention.conv1d.weight``: ``[3D, 1, W]`` (or ``[3D, W]``) fp32/bf16, packed q|k|v;
+        - ``attention.conv1d.bias``: ``[3D]`` fp32, or None / absent;
+        - ``attention.f_b_proj.weight``: ``[D, R=128]`` bf16 (not read with ``precomputed_gate``);
+        - ``attention.A_log``: ``[H]`` fp32 (an older ``[1, 1, H, 1]`` is viewed as ``[H]``);
+        - ``attention.dt_bias``: ``[D]`` fp32;
+        - ``attention.o_norm.weight``: ``[128]``, any float dtype; ``o_norm.eps`` (else
+          ``o_norm.variance_epsilon``, else 1e-5) is the RMSNorm eps;
+        - ``attention.gate_lower_bound``: a float in [-5, 0), or None / absent (softplus gate).
+
+        torch parameters are detached (same storage, so in-place reloads are seen). The
+        borrowed weights (A_log, dt_bias, f_b_proj.weight, conv1d.bias) must stay at their
+        addresses: reload them in place, then call :meth:`process_weights_after_loading`
+        with the module to refresh the derived conv/norm copies.
+
+        Args:
+            attention: the module (any object with those attributes).
+            policies, conv_dim_first, null_slot, default_policy: as the constructor.
+                vLLM: ``conv_dim_first=is_conv_state_dim_first()`` (False by default: SD).
+            precomputed_gate: True when the engine runs the F_B GEMM itself and passes the raw
+                gate ``F_B·f_a`` (D wide, gate mode 2): ``f_b_proj`` is then not read (use it
+                e.g. with a quantized ``f_b_proj``).
+        Returns:
+            A new :class:`PreparedKda` on the module's device.
+        Raises:
+            AttributeError: a required attribute is missing (the message names it).
+            TypeError / ValueError: as the constructor (wrong dtype / shape of a weight).
+        """
+        w, eps, lb = _module_weights(attention, precomputed_gate)
+        obj = cls(**w, eps=eps, lower_bound=lb, policies=policies, conv_dim_first=conv_dim_first,
+                  null_slot=null_slot, default_policy=default_policy)
+        obj._module_opts = dict(precomputed_gate=bool(precomputed_gate))
+        return obj
+
     def process_weights_after_loading(
         self,
+        attention=None,
         *,
-        conv_weight,
-        A_log,
-        dt_bias,
-        norm_weight,
+        conv_weight=None,
+        A_log=None,
+        dt_bias=None,
+        norm_weight=None,
         f_b_weight=None,
         conv_bias=None,
         eps: Optional[float] = None,
@@ -589,15 +681,37 @@ class PreparedKda:
     ) -> None:
         """Recomputes the derived conv/norm copies in place after a weight (re)load.
 
-        Same weight arguments as the constructor; ``eps=None`` and an omitted
-        ``lower_bound`` keep the current values. The derived copies keep their addresses,
+        Either pass the attention module (as :meth:`from_module`; its ``o_norm`` eps and
+        ``gate_lower_bound`` are read again unless ``eps`` / ``lower_bound`` are given), or
+        the weights as keywords (same as the constructor; ``eps=None`` and an omitted
+        ``lower_bound`` keep the current values). The derived copies keep their addresses,
         so captured CUDA graphs stay valid — provided the borrowed weights (A_log, dt_bias,
-        f_b_weight, conv_bias) were reloaded in place (pass the same tensors).
+        f_b_weight, conv_bias) were reloaded in place (the same tensors, e.g.
+        ``param.data.copy_(new)``).
 
         Raises:
-            TypeError / ValueError: as the constructor; also when H or W change, or when
-                f_b_weight / conv_bias are given where they were not (or vice versa).
+            TypeError: both a module and weight keywords, or neither (the four required
+                weights conv_weight, A_log, dt_bias, norm_weight); a weight of the wrong dtype.
+            AttributeError: the module lacks a required attribute.
+            ValueError: as the constructor; also when H or W change, or when f_b_weight /
+                conv_bias are given where they were not (or vice versa).
         """
+        if attention is not None:
+            given = [k for k, v in dict(conv_weight=conv_weight, A_log=A_log, dt_bias=dt_bias, norm_weight=norm_weight,
+                                        f_b_weight=f_b_weight, conv_bias=conv_bias).items() if v is not None]
+            if given:
+                raise TypeError(f"process_weights_after_loading: pass the module or the weights, not both (got {given})")
+            opts = self._module_opts or dict(precomputed_gate=self._weights.get("f_b_weight") is None)
+            w, m_eps, m_lb = _module_weights(attention, opts["precomputed_gate"])
+            conv_weight, A_log, dt_bias, norm_weight = w["conv_weight"], w["A_log"], w["dt_bias"], w["norm_weight"]
+            f_b_weight, conv_bias = w["f_b_weight"], w["conv_bias"]
+            eps = m_eps if eps is None else eps
+            lower_bound = m_lb if lower_bound is _KEEP else lower_bound
+        else:
+            missing = [k for k, v in dict(conv_weight=conv_weight, A_log=A_log, dt_bias=dt_bias,
+                                          norm_weight=norm_weight).items() if v is None]
+            if missing:
+                raise TypeError(f"process_weights_after_loading: missing weights {missing} (or pass the attention module)")
         weights = dict(
             conv_weight=_t(conv_weight),
             A_log=_t(A_log),
@@ -621,6 +735,51 @@ class PreparedKda:
         self._weights = weights
         self._eps = new_eps
         self._lower_bound = new_lb
+
+
+def _detached(x):
+    """torch parameters / tensors: the same storage without autograd (DLPack refuses
+    tensors that require grad); anything else unchanged."""
+    d = getattr(x, "detach", None)
+    return d() if callable(d) else x
+
+
+def _module_weights(attention, precomputed_gate: bool):
+    """(weights dict, eps, lower_bound) read from a vLLM-style KDA attention module."""
+
+    def need(obj, path):
+        cur = obj
+        for part in path.split("."):
+            if not hasattr(cur, part):
+                raise AttributeError(
+                    f"from_module: the attention module has no '{path}' (expected vLLM KimiK3DeltaAttention names: "
+                    "conv1d.weight, f_b_proj.weight, A_log, dt_bias, o_norm.weight)")
+            cur = getattr(cur, part)
+        if cur is None:
+            raise AttributeError(f"from_module: attention.{path} is None")
+        return cur
+
+    conv_w = _detached(need(attention, "conv1d.weight"))
+    if getattr(conv_w, "ndim", 3) == 2:  # [3D, W] (a Linear-shaped conv parameter)
+        conv_w = conv_w[:, None, :]
+    conv_b = getattr(need(attention, "conv1d"), "bias", None)
+    conv_b = None if conv_b is None else _detached(conv_b)
+    a_log = _detached(need(attention, "A_log"))
+    if getattr(a_log, "ndim", 1) != 1:  # older checkpoints: [1, 1, H, 1]
+        a_log = a_log.reshape(-1)
+    dt_bias = _detached(need(attention, "dt_bias"))
+    if getattr(dt_bias, "ndim", 1) != 1:
+        dt_bias = dt_bias.reshape(-1)
+    norm = need(attention, "o_norm")
+    norm_w = _detached(need(attention, "o_norm.weight"))
+    eps = getattr(norm, "eps", None)
+    if eps is None:
+        eps = getattr(norm, "variance_epsilon", 1e-5)
+    f_b = None if precomputed_gate else _detached(need(attention, "f_b_proj.weight"))
+    lb = getattr(attention, "gate_lower_bound", None)
+    weights = dict(conv_weight=conv_w, A_log=a_log, dt_bias=dt_bias, norm_weight=norm_w, f_b_weight=f_b,
+                   conv_bias=conv_b)
+    return weights, float(eps), (None if lb is None else float(lb))
 
 
 # ---------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ struct StepSmem {
 ///   state stage [128][128] (the next item's state, 16-byte async copies)
 ///   two operand stages: window [384 channels × window] as stored, x [q][384] bf16,
 ///     f_a [q][128] bf16, out_gate [q][128] bf16, per-token slots [16] i32,
-///     records [q][384] f32 (fused: u then k|g of the pending records)
+///     records [rec_cap][384] f32 (fused: u then k|g of the pending records)
 ///   scratch (f32): yq, yk, yv, g, o [q][128], beta[16], inv[32], red[16]
 inline constexpr int kStreamThreads = 256;
 inline constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -59,7 +59,10 @@ struct StreamSmem {
   constexpr int64_t og_off() const { return fa_off() + int64_t(q) * kHeadDim * 2; }
   constexpr int64_t slots_off() const { return og_off() + int64_t(q) * kHeadDim * 2; }
   constexpr int64_t rec_off() const { return slots_off() + kMaxQ * 4; }
-  constexpr int64_t stage_size() const { return rec_off() + (fused ? int64_t(q) * 3 * kHeadDim * 4 : 0); }
+  /// fused: records staged per item. pending = accepted <= window - W + 2 (W = 4 on CUDA) may
+  /// exceed q (a q = 1 step after a q = 4 verify): room for max(q, window - 2) records.
+  constexpr int64_t rec_cap() const { return window - 2 > q ? int64_t(window - 2) : int64_t(q); }
+  constexpr int64_t stage_size() const { return rec_off() + (fused ? rec_cap() * 3 * kHeadDim * 4 : 0); }
   constexpr int64_t stage(int s) const { return state_size() + s * stage_size(); }
   constexpr int64_t scratch() const { return stage(2); }
   constexpr int64_t scratch_floats() const { return int64_t(5) * q * kHeadDim + kMaxQ + 2 * kMaxQ + kMaxQ; }

@@ -100,7 +100,7 @@ struct StreamKernel {
         const char* corr = reinterpret_cast<const char*>(p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K);
         const char* kg = reinterpret_cast<const char*>(p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K);
         cta_copy16(st + L.rec_off(), corr, int64_t(r.pending) * K * 4, tid, NT, pipe);
-        cta_copy16(st + L.rec_off() + int64_t(q) * K * 4, kg, int64_t(r.pending) * 2 * K * 4, tid, NT, pipe);
+        cta_copy16(st + L.rec_off() + L.rec_cap() * K * 4, kg, int64_t(r.pending) * 2 * K * 4, tid, NT, pipe);
       }
     }
     pipe.producer_commit();
@@ -194,7 +194,7 @@ struct StreamKernel {
     const int row0 = warp * RPW;
     if (mode == StepMode::kFused && r.pending > 0) {
       const float* corr = reinterpret_cast<const float*>(st + L.rec_off());
-      const float* kg = corr + q * K;
+      const float* kg = corr + L.rec_cap() * K;
       for (int pp = 0; pp < r.pending; ++pp) {
         const float4 k4 = *reinterpret_cast<const float4*>(kg + pp * 2 * K + lane * 4);
         const float4 g4 = *reinterpret_cast<const float4*>(kg + pp * 2 * K + K + lane * 4);

@@ -1,0 +1,306 @@
+"""kda_decode.vllm — a drop-in for vLLM's ``ops.fused_kda_decode`` (Kimi K3 decode).
+
+vLLM's Kimi K3 attention calls, for a pure-decode batch (one token per request, no
+speculative tokens)::
+
+    ops.fused_kda_decode(x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias,
+                         state_indices, state, out, lower_bound, output_gate, norm_weight,
+                         norm_eps)
+
+An engine switches to this package with one line::
+
+    from kda_decode.vllm import fused_kda_decode      # instead of ops.fused_kda_decode
+
+The call maps onto :meth:`kda_decode.PreparedKda.run_views` with gate mode 2 (the raw gate
+``F_B·f_a`` is precomputed by the engine) and ``mode="decode"``, on the caller's tensors
+with no copy: every argument is re-viewed (``.view``/``.transpose``, host-side only).
+
+Argument mapping (N = rows = requests, H heads, D = 128·H, W = 4 taps); each vLLM argument,
+what is accepted, and the PreparedKda operand it becomes:
+
+- ``x``: ``[N, 3D]`` bf16, unit inner stride, any row stride → ``qkv``.
+- ``weight``: ``[3, W, D]`` fp32/bf16 (vLLM's ``decode_conv1d_weight``), or the nn.Conv1d
+  ``[3D, 1, W]`` / ``[3D, W]`` → ``conv_weight`` (the core keeps a derived ``[3, W, D]``
+  fp32 copy; see "weight reloads").
+- ``bias``: ``[3D]`` fp32 or None → ``conv_bias`` (borrowed).
+- ``conv_state``: the logical ``[slots, 3D, window]`` view vLLM passes (its cache
+  transposed when the cache is not dim-first). Channel stride 1 (SD storage, vLLM's
+  default) → the un-transposed ``[slots, window, 3D]`` view with ``conv_dim_first=False``;
+  column stride 1 (DS storage) → as is with ``conv_dim_first=True``. bf16 or fp32.
+- ``raw_g``: ``[1, N, H, 128]``, ``[N, H, 128]`` or ``[N, D]`` bf16, the raw gate
+  ``F_B·f_a`` without dt_bias → ``gate_in`` ``[N, D]``, gate mode 2 (the kernel adds
+  dt_bias, then applies the softplus or lower-bound gate).
+- ``raw_beta``: ``[1, N, H]`` or ``[N, H]`` bf16 logits (sigmoid in the kernel) → ``beta``.
+- ``A_log``: ``[H]`` fp32 (``[1, 1, H, 1]`` is viewed as ``[H]``) → ``A_log`` (borrowed;
+  fixes H and the device).
+- ``dt_bias``: ``[D]`` fp32 → ``dt_bias`` (borrowed).
+- ``state_indices``: ``[N]`` int32 → ``slots`` of a decode step.
+- ``state``: ``[slots, H, 128, 128]`` fp32 or bf16, inner dense (V, K) → ``state``.
+- ``out``: ``[1, N, H, 128]``, ``[N, H, 128]`` or ``[N, D]`` bf16, or None (then a new
+  ``[1, N, H, 128]`` tensor) → ``out`` ``[N, D]``.
+- ``lower_bound``: a float in [-5, 0), or None (softplus gate) → ``lower_bound``.
+- ``output_gate``: ``[N, H, 128]``, ``[1, N, H, 128]`` or ``[N, D]`` bf16 — required →
+  ``out_gate``.
+- ``norm_weight``: ``[128]`` any float dtype — required → ``norm_weight`` (copied to fp32).
+- ``norm_eps``: a float > 0 → ``eps``.
+
+Differences from vLLM's kernel (this package follows its SPEC):
+
+* **Padding.** A row whose ``state_indices`` entry is negative or equal to the null slot
+  (0, vLLM's ``NULL_BLOCK_ID``; ``FusedKdaDecode(null_slot=...)``) is a pad: zero output,
+  no cache read or written — the same rows vLLM's kernel treats as padding (ids ≤ 0).
+* **Caller errors in the data** (an id ≥ the pool size) are not undefined behaviour: the
+  row is treated as a pad and flagged; read the flags with :meth:`FusedKdaDecode.status`.
+* ``output_gate`` and ``norm_weight`` are required (the core always applies the gated
+  RMSNorm, as Kimi K3 does); None raises ``ValueError``.
+* Any H ≥ 1 (vLLM's kernel: 12, 24, 48, 96; the CUDA backend needs W = 4), either conv
+  layout, fp32 or bf16 windows, fp32 or bf16 state; ``state`` and ``conv_state`` pools
+  may differ in size.
+* The returned tensor is ``out`` as given (or the new ``[1, N, H, 128]`` tensor).
+
+**Preparation.** The first call for a layer (identified by the addresses of its weights,
+its gate / eps settings and its conv layout) builds a :class:`~kda_decode.PreparedKda` and
+``prepare``s it for the caches: this copies derived weights to the device, so it must be
+an *eager* call (vLLM's warm-up / profile run is one); a first call during CUDA-graph
+capture raises ``RuntimeError``. Later calls with an unseen batch size plan it on the host
+only (no allocation, no synchronisation), so they can be captured and replayed; a call
+does nothing on the device but launch the step kernel on ``torch.cuda.current_stream()``.
+
+**Weight reloads.** The derived copies (conv weight → ``[3, W, D]`` fp32, norm weight →
+fp32) are private. After reloading weights *in place* (same tensors, e.g.
+``param.data.copy_(new)``), call :meth:`FusedKdaDecode.process_weights_after_loading`
+(module level: :func:`process_weights_after_loading`) once, eagerly: it recomputes every
+prepared layer's copies at the same addresses, so captured CUDA graphs replay with the new
+weights. Weights that move to new tensors make a new layer on the next call (re-capture).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+import kda_decode as _kd
+
+__all__ = ["FusedKdaDecode", "fused_kda_decode", "process_weights_after_loading", "status"]
+
+HEAD_DIM = 128
+
+
+def _rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor:
+    """``t`` seen as ``[rows, cols]`` without a copy (ValueError when impossible)."""
+    if t.dim() == 2 and tuple(t.shape) == (rows, cols):
+        v = t
+    else:
+        if t.numel() != rows * cols:
+            raise ValueError(f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
+                             f"got shape {tuple(t.shape)}")
+        try:
+            v = t.view(rows, cols)
+        except RuntimeError as e:
+            raise ValueError(f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
+                             f"strides {t.stride()}): {e}") from None
+    if cols > 1 and rows > 0 and v.stride(1) != 1:
+        raise ValueError(f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
+                         f"got strides {t.stride()} for shape {tuple(t.shape)}")
+    return v
+
+
+def _conv_weight_of(weight: torch.Tensor, D: int) -> torch.Tensor:
+    """vLLM's decode weight [3, W, D] → nn.Conv1d [3D, 1, W]; [3D, 1, W] / [3D, W] as is."""
+    w = weight.detach()
+    if w.dim() == 3 and w.shape[0] == 3 and w.shape[2] == D and w.shape[1] != 1:
+        return w.permute(0, 2, 1).reshape(3 * D, 1, w.shape[1])  # a new tensor: the core copies it anyway
+    if w.dim() == 2 and w.shape[0] == 3 * D:
+        return w.unsqueeze(1)
+    if w.dim() == 3 and w.shape[0] == 3 * D and w.shape[1] == 1:
+        return w
+    raise ValueError(f"weight: expected [3, W, {D}] (vLLM's decode_conv1d_weight) or [{3 * D}, 1, W], "
+                     f"got shape {tuple(w.shape)}")
+
+
+def _sync(t: torch.Tensor) -> None:
+    """Waits for the current stream of ``t``'s device (CUDA): the core derives its weight
+    copies with synchronous cudaMemcpy on the legacy default stream, which is not ordered
+    after work queued on torch's non-blocking streams (e.g. the reload's copies)."""
+    if t.is_cuda:
+        torch.cuda.current_stream(t.device).synchronize()
+
+
+class _Layer:
+    """One prepared layer and the source tensors its derived copies come from."""
+
+    def __init__(self, kda: "_kd.PreparedKda", weight: torch.Tensor, bias, A_log, dt_bias, norm_weight):
+        self.kda = kda
+        self.weight = weight
+        self.bias = bias
+        self.A_log = A_log
+        self.dt_bias = dt_bias
+        self.norm_weight = norm_weight
+
+
+class FusedKdaDecode:
+    """Callable with the argument order and semantics of vLLM's ``ops.fused_kda_decode``.
+
+    Keeps one :class:`~kda_decode.PreparedKda` per layer (see the module docstring for the
+    argument mapping, preparation and weight reloads).
+
+    Args:
+        null_slot: pad slot id besides negatives (vLLM's NULL_BLOCK_ID = 0; -1 = none).
+        variant: forced variant for every step ('auto' lets the planner choose).
+    """
+
+    def __init__(self, *, null_slot: int = 0, variant: str = "auto"):
+        self.null_slot = int(null_slot)
+        self.variant = variant
+        self._layers: Dict[Tuple[Any, ...], _Layer] = {}
+
+    # ---- the call ----------------------------------------------------------------------
+    def __call__(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        conv_state: torch.Tensor,
+        raw_g: torch.Tensor,
+        raw_beta: torch.Tensor,
+        A_log: torch.Tensor,
+        dt_bias: torch.Tensor,
+        state_indices: torch.Tensor,
+        state: torch.Tensor,
+        out: Optional[torch.Tensor] = None,
+        lower_bound: Optional[float] = None,
+        output_gate: Optional[torch.Tensor] = None,
+        norm_weight: Optional[torch.Tensor] = None,
+        norm_eps: float = 1e-5,
+    ) -> torch.Tensor:
+        """One decode step (q = 1) of N requests; updates ``conv_state`` and ``state`` in place.
+
+        Args: see the table in the module docstring (vLLM's names and order).
+        Returns:
+            ``out`` (the given tensor, or a new ``[1, N, H, 128]`` bf16 tensor).
+        Raises:
+            ValueError: a shape / stride that cannot be viewed without a copy, a conv
+                layout that is neither SD nor DS, missing ``output_gate`` / ``norm_weight``,
+                or any operand error of :meth:`PreparedKda.run_views`.
+            TypeError: a wrong dtype (e.g. int64 ``state_indices``).
+            RuntimeError: the layer's first call happens during CUDA-graph capture.
+        """
+        if output_gate is None or norm_weight is None:
+            raise ValueError("fused_kda_decode: output_gate and norm_weight are required (the core always applies "
+                             "the gated RMSNorm)")
+        H = int(A_log.numel())
+        D = H * HEAD_DIM
+        N = int(x.shape[0])
+        if x.dim() != 2:
+            raise ValueError(f"x: expected [N, 3D] = [N, {3 * D}], got shape {tuple(x.shape)}")
+        if out is None:
+            out = torch.empty(1, N, H, HEAD_DIM, dtype=torch.bfloat16, device=x.device)
+        # conv layout: the logical [slots, 3D, window] view vLLM passes
+        if conv_state.dim() != 3:
+            raise ValueError(f"conv_state: expected the logical [slots, 3D, window] view, got shape {tuple(conv_state.shape)}")
+        if conv_state.stride(1) == 1 and conv_state.shape[1] > 1:
+            dim_first, cs = False, conv_state.transpose(1, 2)  # SD storage [slots, window, 3D]
+        elif conv_state.stride(2) == 1 or conv_state.shape[2] == 1:
+            dim_first, cs = True, conv_state  # DS storage
+        else:
+            raise ValueError(f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), "
+                             f"got strides {conv_state.stride()}")
+        og = _rows_view(output_gate, N, D, "output_gate")
+        gate = _rows_view(raw_g, N, D, "raw_g")
+        beta = _rows_view(raw_beta, N, H, "raw_beta")
+        o = _rows_view(out, N, D, "out")
+        layer = self._layer(weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first, cs, state, N)
+        layer.kda.run_views(x, og, gate, beta, o, _kd.Caches(conv_state=cs, state=state), state_indices)
+        return out
+
+    # ---- layers ------------------------------------------------------------------------
+    def _key(self, weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first):
+        return (
+            str(A_log.device),
+            weight.data_ptr(), tuple(weight.shape), weight.dtype,
+            0 if bias is None else bias.data_ptr(),
+            A_log.data_ptr(), dt_bias.data_ptr(), norm_weight.data_ptr(),
+            None if lower_bound is None else float(lower_bound),
+            float(norm_eps), bool(dim_first),
+        )
+
+    def _layer(self, weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first, cs, state, N):
+        key = self._key(weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first)
+        layer = self._layers.get(key)
+        if layer is not None:
+            return layer
+        if A_log.is_cuda and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("kda_decode.vllm.fused_kda_decode: the first call for a layer must be eager (it "
+                               "copies derived weights to the device); run one eager step before CUDA-graph capture")
+        H = int(A_log.numel())
+        D = H * HEAD_DIM
+        pol = _kd.Policy(gate_mode=2, variant=self.variant)
+        conv_weight = _conv_weight_of(weight, D)
+        _sync(A_log)  # the core reads the weights with blocking copies outside torch's streams
+        kda = _kd.PreparedKda(
+            conv_weight=conv_weight,
+            A_log=A_log.detach().view(-1),
+            dt_bias=dt_bias.detach().view(-1),
+            norm_weight=norm_weight.detach(),
+            f_b_weight=None,
+            conv_bias=None if bias is None else bias.detach(),
+            eps=float(norm_eps),
+            lower_bound=None if lower_bound is None else float(lower_bound),
+            policies={("decode", N, 1): pol} if N > 0 else None,
+            conv_dim_first=dim_first,
+            null_slot=self.null_slot,
+            default_policy=pol,
+        )
+        kda.prepare(_kd.Caches(conv_state=cs, state=state))
+        layer = _Layer(kda, weight, bias, A_log, dt_bias, norm_weight)
+        self._layers[key] = layer
+        return layer
+
+    @property
+    def prepared(self) -> List["_kd.PreparedKda"]:
+        """The prepared layers, in the order of their first call."""
+        return [l.kda for l in self._layers.values()]
+
+    def process_weights_after_loading(self) -> None:
+        """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
+        first called with (reloaded in place). Call eagerly, once after a weight reload;
+        captured CUDA graphs then replay with the new weights.
+
+        Raises:
+            ValueError / TypeError: a source tensor changed shape or dtype.
+        """
+        for l in self._layers.values():
+            D = l.kda.heads * HEAD_DIM
+            conv_weight = _conv_weight_of(l.weight, D)
+            _sync(l.A_log)
+            l.kda.process_weights_after_loading(
+                conv_weight=conv_weight,
+                A_log=l.A_log.detach().view(-1),
+                dt_bias=l.dt_bias.detach().view(-1),
+                norm_weight=l.norm_weight.detach(),
+                f_b_weight=None,
+                conv_bias=None if l.bias is None else l.bias.detach(),
+            )
+
+    def status(self) -> List["_kd.Status"]:
+        """Per prepared layer (first-call order): caller errors found in the data since the
+        last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
+        return [l.kda.status() for l in self._layers.values()]
+
+    def clear(self) -> None:
+        """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
+        self._layers.clear()
+
+
+#: The default adapter instance: ``fused_kda_decode(x, weight, bias, conv_state, ...)``.
+fused_kda_decode = FusedKdaDecode()
+
+
+def process_weights_after_loading() -> None:
+    """:meth:`FusedKdaDecode.process_weights_after_loading` of :data:`fused_kda_decode`."""
+    fused_kda_decode.process_weights_after_loading()
+
+
+def status() -> List["_kd.Status"]:
+    """:meth:`FusedKdaDecode.status` of :data:`fused_kda_decode`."""
+    return fused_kda_decode.status()
