@@ -14,6 +14,8 @@
 #   sanitizer  compute-sanitizer memcheck/racecheck/synccheck/initcheck on a small GPU filter
 #   bench      benchmarks/kda_bench decode table (BENCHMARKS.md protocol) + verify rows
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
+#   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
+#   regress    named regression tests and CUDA-only validation rows on the GPU
 # Environment: BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc).
 set -uo pipefail
 export KDA_CUDA_ARCHS="${KDA_CUDA_ARCHS:-90a}"
@@ -57,7 +59,7 @@ run_gtest() {  # name binary filter
 has cpu && run_gtest cpu-tests "$BUILD/tests/cpp/kda_tests"
 has cuda && run_gtest cuda-tests "$BUILD/tests/cpp/kda_cuda_tests"
 
-if has pytest || has golden; then
+if has pytest || has golden || has fuzz || has regress; then
   t=$SECONDS
   if python3 -m pip install -q --no-build-isolation --no-deps . >"$OUT/pip.log" 2>&1; then
     note "pip install: ok ($((SECONDS - t)) s)"
@@ -110,6 +112,47 @@ if has fla; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/fla-site .whl/*.whl >"$OUT/fla-pip.log" 2>&1
   PYTHONPATH=/tmp/fla-site python3 benchmarks/fla_chain.py ${FLA_ARGS:-} --out "$OUT/fla.csv" 2>&1 | tee "$OUT/fla.txt"
   note "fla chain: see table above"
+fi
+
+# ---- reliability stages (docs/VALIDATION.md) -------------------------------------------------
+#   fuzz      tests/python/fuzz.py on CUDA: FUZZ_CONFIGS (10000) configurations in FUZZ_CHUNKS (4)
+#             chunks with distinct seeds, 1 in 25 also against float64; one summary line
+#   regress   the named regression tests (test_regressions.py) and the CUDA-only validation rows
+#             (test_validation_table.py) on the GPU, with the [drift] lines of the long runs
+#   sanitizer (extended) compute-sanitizer over SanitizerMatrix.* (every variant × step kind)
+if has fuzz; then
+  t=$SECONDS
+  FUZZ_CONFIGS=${FUZZ_CONFIGS:-10000}; FUZZ_CHUNKS=${FUZZ_CHUNKS:-4}; FUZZ_DEVICE=${FUZZ_DEVICE:-cuda}
+  FUZZ_SEED0=${FUZZ_SEED0:-20261201}  # chunk c uses seed FUZZ_SEED0 + c (another call: another FUZZ_SEED0)
+  per=$(( (FUZZ_CONFIGS + FUZZ_CHUNKS - 1) / FUZZ_CHUNKS ))
+  for ((c = 0; c < FUZZ_CHUNKS; c++)); do
+    python3 tests/python/fuzz.py --device "$FUZZ_DEVICE" --configs "$per" --seed $((FUZZ_SEED0 + c)) \
+      --sample-f64 $((per / 25)) --max-seconds "${FUZZ_CHUNK_SECONDS:-$((560 / FUZZ_CHUNKS))}" >"$OUT/fuzz-$c.log" 2>&1
+    grep -E "^MISMATCH|^  replay:" "$OUT/fuzz-$c.log" | head -8
+    tail -1 "$OUT/fuzz-$c.log"
+  done
+  nosum=$(grep -LE '^fuzz: [0-9]+ configs' "$OUT"/fuzz-*.log | wc -l)
+  note "fuzz $FUZZ_DEVICE: $(grep -hE '^fuzz: [0-9]+ configs' "$OUT"/fuzz-*.log | awk '{n += $2; m += $4} END {printf "%d configs, %d mismatches", n, m}') in $FUZZ_CHUNKS chunks$([[ $nosum -gt 0 ]] && echo ", $nosum chunk(s) without a summary: see $OUT/fuzz-*.log") ($((SECONDS - t)) s)"
+fi
+
+if has regress; then
+  t=$SECONDS
+  (cd /tmp && python3 -m pytest -q -s -p no:cacheprovider -k cuda \
+     "$OLDPWD/tests/python/test_regressions.py" "$OLDPWD/tests/python/test_validation_table.py") >"$OUT/regress.log" 2>&1
+  rc=$?
+  grep -oE "\[drift\].*" "$OUT/regress.log"
+  [[ $rc -ne 0 ]] && grep -E "FAILED|Error|assert" "$OUT/regress.log" | head -30
+  note "regressions + validation rows (cuda): rc=$rc $(tail -1 "$OUT/regress.log") ($((SECONDS - t)) s)"
+fi
+
+if has sanitizer; then
+  for tool in memcheck racecheck synccheck initcheck; do
+    t=$SECONDS
+    compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/cpp/kda_tests" --gtest_filter='SanitizerMatrix.*' \
+      --gtest_brief=1 >"$OUT/sanitizer-matrix-$tool.log" 2>&1
+    rc=$?
+    note "sanitizer matrix $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-matrix-$tool.log" | tail -1) $(grep -o '\[sanitizer-matrix\] [0-9]* cases on the [A-Z]*' "$OUT/sanitizer-matrix-$tool.log" | head -1) ($((SECONDS - t)) s)"
+  done
 fi
 
 echo

@@ -94,6 +94,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Buffer> allocate(std::size_t n) override { return std::make_unique<CudaBuffer>(dev_, n); }
   void download(void* host, const void* src, std::size_t n) override {
     DeviceGuard g(dev_);
+    // NOTES: weights may have been written on any stream (a loader's side stream is often
+    // non-blocking, so a plain cudaMemcpy would not wait for it). Construction and
+    // process_weights_after_loading are not hot and never captured: wait for the device.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before reading weights)");
     check(cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost), "cudaMemcpy (weights)");
   }
   void prepare_plan(const Plan&) override {}  // attributes are set once, at construction
