@@ -15,6 +15,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -766,6 +767,45 @@ inline std::string seed_note(uint64_t seed) {
   std::ostringstream os;
   os << "seed " << seed;
   return os.str();
+}
+
+/// A pool spec; with records (rows_r = nslots, Qr, pending) when Qr > 0.
+inline PoolSpec pool_spec(int H, int window, int64_t nslots, int Qr = 0, bool ds = true, bool state_bf16 = false) {
+  PoolSpec ps;
+  ps.H = H;
+  ps.window = window;
+  ps.nslots = nslots;
+  ps.ds = ds;
+  ps.state_bf16 = state_bf16;
+  if (Qr > 0) {
+    ps.rows_r = nslots;
+    ps.Qr = Qr;
+    ps.with_pending = true;
+  }
+  return ps;
+}
+
+/// Layer options: H heads, lower-bound gate or softplus, conv bias or none.
+inline LayerOpts layer_opts(int H, bool lb = false, bool bias = true) {
+  LayerOpts lo;
+  lo.H = H;
+  lo.lower_bound = lb;
+  lo.bias = bias;
+  return lo;
+}
+
+/// The message of the std::invalid_argument that f() throws, or a marker when it throws
+/// something else or nothing (so EXPECT_THAT(..., HasSubstr(...)) fails readably).
+template <class F>
+std::string invalid_message(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<wrong exception type: ") + e.what() + ">";
+  }
+  return "<no exception>";
 }
 
 }  // namespace kt

@@ -17,29 +17,7 @@ namespace {
 
 using kref::Mode;
 
-PoolSpec spec(int H, int window, int64_t nslots, bool records = false, int Qr = 4, bool ds = true,
-              bool state_bf16 = false) {
-  PoolSpec ps;
-  ps.H = H;
-  ps.window = window;
-  ps.nslots = nslots;
-  ps.ds = ds;
-  ps.state_bf16 = state_bf16;
-  if (records) {
-    ps.rows_r = nslots;
-    ps.Qr = Qr;
-    ps.with_pending = true;
-  }
-  return ps;
-}
 
-LayerOpts layer(int H, bool lb = false, bool bias = false) {
-  LayerOpts lo;
-  lo.H = H;
-  lo.lower_bound = lb;
-  lo.bias = bias;
-  return lo;
-}
 
 bool same_pools(const PoolData& a, const PoolData& b) {
   return a.conv == b.conv && a.state == b.state && a.corr == b.corr && a.kg == b.kg && a.pending == b.pending;
@@ -59,10 +37,10 @@ TEST(Contract, PadRequestsWriteNothingAndOutputZeros) {
   for (int null_slot : {0, -1, 5})
     for (Mode mode : {Mode::kDecode, Mode::kPerToken, Mode::kRecord, Mode::kFused}) {
       SCOPED_TRACE("null_slot " + std::to_string(null_slot) + " mode " + std::to_string(int(mode)));
-      PoolSpec ps = spec(2, 2 + 4 + 1, 8, true, 4, seed % 2 == 0);
+      PoolSpec ps = pool_spec(2, 2 + 4 + 1, 8, 4, seed % 2 == 0);
       ps.state_slot_extra = 40;
       ps.conv_slot_extra = 7;
-      World w(1000 + seed++, layer(2, seed % 2, true), ps, null_slot);
+      World w(1000 + seed++, layer_opts(2, seed % 2, true), ps, null_slot);
       for (int64_t r = 0; r < ps.rows_r; ++r) w.set_pending(r, 2);  // must not be read or zeroed
       std::vector<int64_t> pads = {-1, -100};
       if (null_slot >= 0) pads.push_back(null_slot);
@@ -87,7 +65,7 @@ TEST(Contract, PadRequestsWriteNothingAndOutputZeros) {
 
 TEST(Contract, PadCommitAndFlushTouchNothing) {
   for (int null_slot : {0, -1}) {
-    World w(77, layer(3), spec(3, 5, 6, true, 4), null_slot);
+    World w(77, layer_opts(3, false, false), pool_spec(3, 5, 6, 4), null_slot);
     for (int64_t r = 0; r < 6; ++r) w.set_pending(r, 3);
     const PoolData snap = w.pool;
     std::vector<int64_t> pads = {-1, -7};
@@ -101,7 +79,7 @@ TEST(Contract, PadCommitAndFlushTouchNothing) {
 TEST(Contract, NullSlotMinusOneMakesSlotZeroLive) {
   for (int null_slot : {-1, 0}) {
     SCOPED_TRACE("null_slot " + std::to_string(null_slot));
-    World w(91, layer(2), spec(2, 4, 4, true, 2), null_slot);
+    World w(91, layer_opts(2, false, false), pool_spec(2, 4, 4, 2), null_slot);
     const auto before0 = state_bytes(w.pool, 0);
     // decode with slot 0 and a record step with records row 0
     w.step(make_step(Mode::kDecode, 1, column({0, 2, -1})), 1);
@@ -116,11 +94,11 @@ TEST(Contract, NullSlotMinusOneMakesSlotZeroLive) {
 }
 
 TEST(Contract, UntouchedSlotsStayBitwiseUnchanged) {
-  PoolSpec ps = spec(4, 6, 16, true, 4, false);
+  PoolSpec ps = pool_spec(4, 6, 16, 4, false);
   ps.state_slot_extra = 333;  // padding between slots is not the step's either
   ps.conv_slot_extra = 19;
   ps.rec_row_extra = 9;
-  World w(5, layer(4, true, true), ps);
+  World w(5, layer_opts(4, true, true), ps);
   const PoolData snap = w.pool;
   // decode 2 requests, per-token 1 request, record 1 request: only their slots may change
   w.step(make_step(Mode::kDecode, 1, column({3, 9})), 1);
@@ -144,14 +122,14 @@ TEST(Contract, UntouchedSlotsStayBitwiseUnchanged) {
 
 TEST(Contract, PerTokenSourceSlotIsAlsoADestination) {
   // load before store: the start state may be a slot the step writes (here even twice)
-  World w(130, layer(3, true, false), spec(3, 2 + 3 + 1, 10));
+  World w(130, layer_opts(3, true, false), pool_spec(3, 2 + 3 + 1, 10));
   w.step(make_step(Mode::kPerToken, 3, {{5, 5, 7}, {3, 4, 3}, {8, 9, 2}}, {2, 3, 1}), 1);
   w.step(make_step(Mode::kPerToken, 1, {{5, 5, 7}, {3, 4, 3}}, {2, 3}), 2);
 }
 
 TEST(Contract, CommitTakesTwoDimensionalSlotTables) {
-  PoolSpec ps = spec(2, 5, 8, true, 3);
-  World w(140, layer(2), ps);
+  PoolSpec ps = pool_spec(2, 5, 8, 3);
+  World w(140, layer_opts(2, false, false), ps);
   const PoolData before = w.pool;
   // checkpoint slots as column 2 of a [B, 4] block table, counts as a strided column too
   Index slots = make_index_2d({{6}, {2}, {-1}}, 1);
@@ -169,9 +147,9 @@ void commit_equals_per_token(bool bf16, uint64_t seed) {
   SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + " state, " + seed_note(seed));
   const int H = 3, q = 4, B = 3;
   Rng rng(seed);
-  LayerData L = random_layer(rng, layer(H, seed % 2, true));
+  LayerData L = random_layer(rng, layer_opts(H, seed % 2, true));
   auto kda = make_kda(L, seed % 2 == 0);
-  PoolSpec ps = spec(H, 2 + q + 1, B * q + 2, true, q + 1, seed % 2 == 0, bf16);
+  PoolSpec ps = pool_spec(H, 2 + q + 1, B * q + 2, q + 1, seed % 2 == 0, bf16);
   ps.state_slot_extra = 8;
   PoolData A = make_pool(ps);
   A.randomize(rng);
@@ -230,9 +208,9 @@ void fused_equals_flush(bool bf16, uint64_t seed) {
   SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + " state, " + seed_note(seed));
   const int H = 4, B = 4, q0 = 3, q = 4;
   Rng rng(seed);
-  LayerData L = random_layer(rng, layer(H, seed % 2 == 1, seed % 3 == 0));
+  LayerData L = random_layer(rng, layer_opts(H, seed % 2 == 1, seed % 3 == 0));
   auto kda = make_kda(L, seed % 2 == 0);
-  PoolSpec ps = spec(H, 2 + q + 1, 9, true, q + 1, seed % 2 == 0, bf16);
+  PoolSpec ps = pool_spec(H, 2 + q + 1, 9, q + 1, seed % 2 == 0, bf16);
   ps.rows_r = 7;
   PoolData P = make_pool(ps);
   P.randomize(rng);
@@ -283,9 +261,9 @@ TEST(Contract, SameInputsGiveSameBits) {
   for (Mode mode : {Mode::kDecode, Mode::kPerToken, Mode::kRecord, Mode::kFused}) {
     const int q = mode == Mode::kDecode ? 1 : 4;
     Rng rng(500 + int(mode));
-    LayerData L = random_layer(rng, layer(H, mode == Mode::kFused, true));
+    LayerData L = random_layer(rng, layer_opts(H, mode == Mode::kFused, true));
     auto kda = make_kda(L, false);
-    PoolSpec ps = spec(H, 2 + q + 1, B * q + 1, true, q, false, mode == Mode::kRecord);
+    PoolSpec ps = pool_spec(H, 2 + q + 1, B * q + 1, q, false, mode == Mode::kRecord);
     PoolData P = make_pool(ps);
     P.randomize(rng);
     std::vector<std::vector<int64_t>> rows(B);
@@ -319,10 +297,10 @@ TEST(Contract, SameInputsGiveSameBits) {
 void mixed_sequence(bool bf16, bool ds, uint64_t seed) {
   SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + " state " + (ds ? "DS" : "SD") + ", " + seed_note(seed));
   const int H = 3, B = 3, Qmax = 4;
-  PoolSpec ps = spec(H, 2 + Qmax, 24, true, Qmax, ds, bf16);
+  PoolSpec ps = pool_spec(H, 2 + Qmax, 24, Qmax, ds, bf16);
   ps.rows_r = 8;
   ps.state_slot_extra = 16;
-  World w(seed, layer(H, seed % 2 == 1, true), ps);
+  World w(seed, layer_opts(H, seed % 2 == 1, true), ps);
   w.remirror = bf16;  // bf16: every step from the same (stored) inputs, 1 ulp + 2e-5·max|ref|
   Rng& rng = w.rng;
   std::vector<int64_t> home = {3, 7, 12}, rows_r = {1, 4, 6};
@@ -428,7 +406,7 @@ double state_drift(const PoolData& p, kref::Pool& rp, const std::vector<int64_t>
 void long_run(bool bf16) {
   SCOPED_TRACE(bf16 ? "bf16 state" : "fp32 state");
   Rng rng(bf16 ? 1701 : 1700);
-  LayerOpts lo = layer(1, false, true);
+  LayerOpts lo = layer_opts(1, false, true);
   lo.A_log_lo = -4.0;  // long memory: decays close to 1
   lo.A_log_hi = -2.0;
   lo.dt_lo = -3.0;
@@ -436,7 +414,7 @@ void long_run(bool bf16) {
   LayerData L = random_layer(rng, lo);
   const kref::Layer RL = L.ref();
   auto kda = make_kda(L, true);
-  PoolSpec ps = spec(1, 2 + 4, 3, true, 4, true, bf16);
+  PoolSpec ps = pool_spec(1, 2 + 4, 3, 4, true, bf16);
   PoolData P = make_pool(ps);
   P.randomize(rng);
   kref::Pool rp = P.to_ref();
@@ -515,13 +493,13 @@ TEST(Contract, ExtremeValidInputsStayFinite) {
     for (int variant = 0; variant < 4; ++variant) {
       SCOPED_TRACE(std::string(lb ? "lower_bound" : "softplus") + " variant " + std::to_string(variant));
       Rng rng(seed);
-      LayerOpts lo = layer(3, lb, true);
+      LayerOpts lo = layer_opts(3, lb, true);
       lo.A_log_lo = 4.0;
       lo.A_log_hi = 5.0;
       LayerData L = random_layer(rng, lo);
       L.A_log[0] = 5.0f;
       for (int i = 0; i < L.D(); ++i) L.dt_bias[i] = (i % 3 == 0) ? 1e4f : (i % 3 == 1 ? -1e4f : 0.f);
-      PoolSpec ps = spec(3, 2 + 4 + 1, 12, true, 4, variant % 2 == 0, variant == 3);
+      PoolSpec ps = pool_spec(3, 2 + 4 + 1, 12, 4, variant % 2 == 0, variant == 3);
       Policy pol;
       if (variant == 2) pol.gate_mode = kda::GateMode::kPrecomputed;
       World w(seed++, std::move(L), ps, 0, pol);
@@ -565,7 +543,7 @@ TEST(Contract, ExtremeValidInputsStayFinite) {
 }
 
 TEST(Contract, BetaLogitsPlusMinusFifty) {
-  World w(808, layer(2, false, false), spec(2, 3, 4));
+  World w(808, layer_opts(2, false, false), pool_spec(2, 3, 4));
   InputData in;
   OutBuf out;
   // inputs with beta exactly +50 / -50: build by hand through set_input
@@ -599,9 +577,9 @@ struct ErrCase {
 
 void run_error_case(const ErrCase& e, uint64_t seed) {
   SCOPED_TRACE(e.name);
-  PoolSpec ps = spec(2, 2 + 4, 10, true, 3);
+  PoolSpec ps = pool_spec(2, 2 + 4, 10, 3);
   ps.rows_r = 6;
-  World w(seed, layer(2, seed % 2, true), ps);
+  World w(seed, layer_opts(2, seed % 2, true), ps);
   e.run(w);  // check_step compares flags and index with the reference and reads status()
   // the reference agrees on the flag: assert the expected one explicitly too
   const kda::Status again = w.kda->status();
@@ -761,8 +739,8 @@ TEST(CallerErrors, PadStart) {
 }
 
 TEST(CallerErrors, SeveralErrorsLowestIndexAndFlagsOred) {
-  PoolSpec ps = spec(2, 6, 10, true, 3);
-  World w(1200, layer(2), ps);
+  PoolSpec ps = pool_spec(2, 6, 10, 3);
+  World w(1200, layer_opts(2, false, false), ps);
   // request 0 fine, 1 ACCEPTED, 2 pad, 3 SLOT_RANGE, 4 fine
   expect_flag(w, make_step(Mode::kDecode, 1, column({1, 2, -1, 12, 5}), {1, 9, 1, 1, 2}), kda::kAccepted | kda::kSlotRange, 1);
   // the flags accumulate over steps until status() is called
@@ -785,8 +763,8 @@ TEST(CallerErrors, SeveralErrorsLowestIndexAndFlagsOred) {
 // Weights: derived copies, reload in place, any float dtype for the norm weight
 // =========================================================================================
 TEST(Contract, DerivedWeightsAreCopiesAndReloadInPlace) {
-  PoolSpec ps = spec(2, 3, 6);
-  World w(1500, layer(2, true, true), ps);
+  PoolSpec ps = pool_spec(2, 3, 6);
+  World w(1500, layer_opts(2, true, true), ps);
   w.step(make_step(Mode::kDecode, 1, column({1, 2})), 1);
   // edit every weight in place (same addresses)
   Rng r(1501);
@@ -797,7 +775,7 @@ TEST(Contract, DerivedWeightsAreCopiesAndReloadInPlace) {
   const kref::Layer new_ref = w.L.ref();
   kref::Layer stale = new_ref;
   {
-    World tmp(1500, layer(2, true, true), ps);  // the same seed: the original weights
+    World tmp(1500, layer_opts(2, true, true), ps);  // the same seed: the original weights
     stale.conv_w = tmp.RL.conv_w;
     stale.norm_w = tmp.RL.norm_w;
   }
@@ -817,7 +795,7 @@ TEST(Contract, DerivedWeightsAreCopiesAndReloadInPlace) {
 
 TEST(Contract, NormAndConvWeightDtypesGiveTheSameBits) {
   Rng rng(1600);
-  LayerData L = random_layer(rng, layer(2, false, true));
+  LayerData L = random_layer(rng, layer_opts(2, false, true));
   for (int i = 0; i < K; ++i) L.norm_w[i] = 0.5f + float(i) / 128.f;  // exact in bf16, f16, f32, f64
   for (size_t i = 0; i < L.conv_w.size(); ++i) L.conv_w[i] = float(unbf(L.conv_w16[i]));  // exact in bf16
   std::vector<uint16_t> nb(K), nh(K);
@@ -830,7 +808,7 @@ TEST(Contract, NormAndConvWeightDtypesGiveTheSameBits) {
     const int e = v < 1.0 ? -1 : 0;
     nh[i] = uint16_t(((e + 15) << 10) | int(std::lround((v / std::ldexp(1.0, e) - 1.0) * 1024)));
   }
-  PoolSpec ps = spec(2, 5, 5);
+  PoolSpec ps = pool_spec(2, 5, 5);
   PoolData P0 = make_pool(ps);
   P0.randomize(rng);
   InputData in = random_inputs(rng, 4, 2);
@@ -856,8 +834,8 @@ TEST(Contract, NormAndConvWeightDtypesGiveTheSameBits) {
 // B = 0 and large slot offsets
 // =========================================================================================
 TEST(Contract, ZeroRequestsIsANoOp) {
-  PoolSpec ps = spec(2, 6, 6, true, 4);
-  World w(1300, layer(2), ps);
+  PoolSpec ps = pool_spec(2, 6, 6, 4);
+  World w(1300, layer_opts(2, false, false), ps);
   for (int r = 0; r < 6; ++r) w.set_pending(r, 1);
   const PoolData snap = w.pool;
   std::vector<uint16_t> proj(4 * 2 * K + R + 2 + 8, 0x7fc0);
@@ -913,9 +891,9 @@ TEST(Contract, SlotByteOffsetsBeyond2To31And2To32) {
     GTEST_SKIP() << "could not allocate " << (state_bytes_n + conv_bytes_n) << " bytes";
   }
   Rng rng(1400);
-  LayerData L = random_layer(rng, layer(H, false, true));
+  LayerData L = random_layer(rng, layer_opts(H, false, true));
   auto kda = make_kda(L, true);
-  PoolSpec ps = spec(H, window, 5, false, 0, true, false);
+  PoolSpec ps = pool_spec(H, window, 5, 0, true, false);
   ps.conv_f32 = true;
   PoolData small = make_pool(ps);
   small.randomize(rng);

@@ -19,45 +19,13 @@ namespace {
 using kref::Mode;
 using ::testing::HasSubstr;
 
-PoolSpec pool_spec(int H, int window, int64_t nslots, int Qr = 0, bool ds = true, bool state_bf16 = false) {
-  PoolSpec ps;
-  ps.H = H;
-  ps.window = window;
-  ps.nslots = nslots;
-  ps.ds = ds;
-  ps.state_bf16 = state_bf16;
-  if (Qr > 0) {
-    ps.rows_r = nslots;
-    ps.Qr = Qr;
-    ps.with_pending = true;
-  }
-  return ps;
-}
 
-LayerOpts layer_opts(int H, bool lb = false, bool bias = true) {
-  LayerOpts lo;
-  lo.H = H;
-  lo.lower_bound = lb;
-  lo.bias = bias;
-  return lo;
-}
 
 std::vector<unsigned char> state_tile(const PoolData& p, int64_t slot) {
   const size_t es = p.state_es(), o = size_t(p.state_off(slot, 0, 0, 0)) * es;
   return std::vector<unsigned char>(p.state.begin() + o, p.state.begin() + o + size_t(p.sp.H) * K * K * es);
 }
 
-template <class F>
-std::string invalid_message(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<wrong exception type: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
 
 // =========================================================================================
 // Padding with -1 and with 0 (the null slot) while slot 0 holds live data where 0 is not the

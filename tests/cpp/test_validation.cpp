@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "harness.h"
+#include "scaffold.h"
 
 namespace kt {
 namespace {
@@ -28,79 +29,13 @@ bool names(const std::string& msg, const std::string& op) {
   return false;
 }
 
-template <class F>
-std::string invalid_message(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<wrong exception type: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
 
-constexpr int H = 2, D = H * K, W = 4, WINDOW = 6, NSLOTS = 6, QR = 4;
+constexpr int H = ValidScaffold::H, D = ValidScaffold::D, W = 4, WINDOW = ValidScaffold::WINDOW,
+              NSLOTS = ValidScaffold::NSLOTS, QR = ValidScaffold::QR;
 
-class Validation : public ::testing::Test {
+class Validation : public ::testing::Test, protected ValidScaffold {
  protected:
-  Rng rng{4242};
-  LayerData L;
-  PoolData pool;
-  InputData in1, in2;  // rows 2 (decode, B = 2) and 4 (verify, B = 2, q = 2)
-  OutBuf out1, out2;
-  Index s1, s2, acc, rows, counts;
-  std::unique_ptr<PreparedKda> kda;
-
-  void SetUp() override {
-    LayerOpts lo;
-    lo.H = H;
-    lo.bias = true;
-    L = random_layer(rng, lo);
-    PoolSpec ps;
-    ps.H = H;
-    ps.window = WINDOW;
-    ps.nslots = NSLOTS;
-    ps.ds = true;
-    ps.rows_r = NSLOTS;
-    ps.Qr = QR;
-    ps.with_pending = true;
-    pool = make_pool(ps);
-    pool.randomize(rng);
-    in1 = random_inputs(rng, 2, H);
-    in2 = random_inputs(rng, 4, H);
-    out1 = make_out(2, D);
-    out2 = make_out(4, D);
-    s1 = make_index_1d({1, 3}, false);
-    s2 = make_index_2d({{1, 2}, {3, 4}}, false);
-    acc = make_index_1d({1, 2}, false);
-    rows = make_index_1d({1, 3}, false);
-    counts = make_index_1d({1, 1}, false);
-    kda = make_kda(L, true);
-  }
-
-  StepArgs args(StepMode m) {
-    StepArgs a;
-    a.mode = m;
-    a.q = m == StepMode::kDecode ? 1 : 2;
-    a.slots = m == StepMode::kPerToken ? s2.view : s1.view;
-    return a;
-  }
-  TensorView proj(StepMode m) { return m == StepMode::kDecode ? in1.projected() : in2.projected(); }
-  TensorView outv(StepMode m) { return m == StepMode::kDecode ? out1.view() : out2.view(); }
-  void run(StepMode m, const StepArgs& a, Caches c) { kda->run(proj(m), outv(m), c, a); }
-  void run(StepMode m, const StepArgs& a) { run(m, a, pool.caches()); }
-  void run(StepMode m) { run(m, args(m)); }
-
-  struct Snap {
-    PoolData pool;
-    std::vector<uint16_t> o1, o2;
-  };
-  Snap snapshot() const { return Snap{pool, out1.mem, out2.mem}; }
-  bool unchanged(const Snap& s) const {
-    return s.pool.conv == pool.conv && s.pool.state == pool.state && s.pool.corr == pool.corr &&
-           s.pool.kg == pool.kg && s.pool.pending == pool.pending && s.o1 == out1.mem && s.o2 == out2.mem;
-  }
+  Validation() : ValidScaffold(4242) {}
 };
 
 #define EXPECT_INVALID(stmt, operand)                                                               \

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "scaffold.h"
 #include "kda/plan.h"
 
 namespace kt {
@@ -30,7 +31,8 @@ using kda::LayerShape;
 using kda::Variant;
 using ::testing::HasSubstr;
 
-constexpr int H = 2, D = H * K, W = 4, WINDOW = 6, NSLOTS = 6, QR = 4;
+constexpr int H = ValidScaffold::H, D = ValidScaffold::D, W = 4, WINDOW = ValidScaffold::WINDOW,
+              NSLOTS = ValidScaffold::NSLOTS, QR = ValidScaffold::QR;
 
 bool ident_char(char c) { return std::isalnum((unsigned char)c) || c == '_'; }
 bool names_word(const std::string& msg, const std::string& op) {
@@ -44,54 +46,12 @@ bool names_word(const std::string& msg, const std::string& op) {
 
 /// The scaffold every row starts from: a valid layer (H = 2, conv bias), a DS pool with
 /// records and pending (window 6, Qr 4), inputs for decode (B = 2) and verify (B = 2, q = 2).
-struct Fx {
-  Rng rng{4343};
-  LayerData L;
-  PoolData pool;
-  InputData in1, in2;
-  OutBuf out1, out2;
-  Index s1, s2, acc, rows, counts;
-  std::unique_ptr<PreparedKda> kda;
+struct Fx : ValidScaffold {
   std::vector<unsigned char> scratch = std::vector<unsigned char>(1 << 16, 0);
 
-  Fx() {
-    LayerOpts lo;
-    lo.H = H;
-    lo.bias = true;
-    L = random_layer(rng, lo);
-    PoolSpec ps;
-    ps.H = H;
-    ps.window = WINDOW;
-    ps.nslots = NSLOTS;
-    ps.ds = true;
-    ps.rows_r = NSLOTS;
-    ps.Qr = QR;
-    ps.with_pending = true;
-    pool = make_pool(ps);
-    pool.randomize(rng);
-    in1 = random_inputs(rng, 2, H);
-    in2 = random_inputs(rng, 4, H);
-    out1 = make_out(2, D);
-    out2 = make_out(4, D);
-    s1 = make_index_1d({1, 3}, 0);
-    s2 = make_index_2d({{1, 2}, {3, 4}}, 0);
-    acc = make_index_1d({1, 2}, 0);
-    rows = make_index_1d({1, 3}, 0);
-    counts = make_index_1d({1, 1}, 0);
-    kda = make_kda(L, true);
-  }
+  Fx() : ValidScaffold(4343) {}
   Caches caches() { return pool.caches(); }
-  StepArgs args(StepMode m) {
-    StepArgs a;
-    a.mode = m;
-    a.q = m == StepMode::kDecode ? 1 : 2;
-    a.slots = m == StepMode::kPerToken ? s2.view : s1.view;
-    return a;
-  }
-  TensorView proj(StepMode m) { return m == StepMode::kDecode ? in1.projected() : in2.projected(); }
-  TensorView outv(StepMode m) { return m == StepMode::kDecode ? out1.view() : out2.view(); }
-  void run(StepMode m, const StepArgs& a, const Caches& c) { kda->run(proj(m), outv(m), c, a); }
-  void run(StepMode m, const StepArgs& a) { run(m, a, caches()); }
+  using ValidScaffold::run;
   void run_c(StepMode m, const Caches& c) { run(m, args(m), c); }
   void views(const InputViews& v, StepMode m = StepMode::kDecode) { kda->run_views(v, outv(m), caches(), args(m)); }
   void views(const InputViews& v, const StepArgs& a) { kda->run_views(v, a.mode == StepMode::kDecode ? out1.view() : out2.view(), caches(), a); }
@@ -548,17 +508,6 @@ const std::vector<Row>& rows() {
   return r;
 }
 
-template <class F>
-std::string invalid_message(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<wrong exception type: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
 
 class ValidationTable : public ::testing::TestWithParam<Row> {};
 
