@@ -17,6 +17,12 @@
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 # Environment: BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc).
+#
+# The device machine has no GoogleTest and no network. Before the call, on this machine:
+#   mkdir -p .gpu && cp -r /usr/src/googletest .gpu/                      # C++ tests
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform any -d .whl flash-linear-attention==0.5.2 fla-core==0.5.2   # fla stage
+# and name them in the device call: carry [".gpu", ".whl"] (both are git-ignored).
 set -uo pipefail
 export KDA_CUDA_ARCHS="${KDA_CUDA_ARCHS:-90a}"
 cd "$(dirname "$0")/.."
