@@ -13,8 +13,9 @@ namespace kda::heuristics {
 /// docs/data/sweep_decode_run4.csv and sweep_verify_run4.csv; table in docs/PERFORMANCE.md):
 /// Wide was the fastest variant, or within 1% of it, at all 29 points (decode, H ∈ {3, 12,
 /// 32, 96} × B ∈ {1, 4, 16, 64, 256}; q = 4 per_token / record / fused, H = 32, B ∈ {1, 8,
-/// 64}). Split (cluster cooperation) was 4–67% slower and Stream (persistent prefetch)
-/// 0–40% slower; both stay available by forcing them in a policy.
+/// 64}). Split (cluster cooperation) was 4–85% slower (decode 4–63%) and Stream
+/// (persistent prefetch) between 0.2% faster and 40% slower; both stay available by forcing
+/// them in a policy.
 struct AutoRule {
   int64_t min_items;
   Variant variant;
