@@ -159,7 +159,9 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   const int P = B * N * per_req + 1;
   const int window = W - 2 + q;
   const int rows = B * q;
-  const int pitch = 4 * D + kRank + H;
+  // rows padded to 16 bytes, as engines allocate them (Stream / WS need 16-byte aligned rows
+  // and fall back to Wide otherwise; runs before session 8 used the unpadded 4D+R+H)
+  const int pitch = (4 * D + kRank + H + 7) / 8 * 8;
   const int Qr = q;
   const int pending_n = mode == StepMode::kFused ? q : 0;
   std::mt19937 rng(7);

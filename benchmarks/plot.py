@@ -1,8 +1,10 @@
 """Plots kda-decode's decode times against fla's chain (docs/decode_vs_fla.png).
 
-Usage: python benchmarks/plot.py OURS.csv FLA.csv OUT.png
-OURS.csv: benchmarks/kda_bench --csv output (rows of the variant the planner picks, 'wide');
-FLA.csv: benchmarks/fla_chain.py --out output. Both from runs of the same day on one H200.
+Usage: python benchmarks/plot.py OUT.png FLA.csv OURS.csv [OURS.csv ...]
+OURS.csv: benchmarks/kda_bench --csv output; one line per requested variant (`variant_req`),
+  skipping rows where another variant ran (`variant` != `variant_req`: a fallback); a later
+  file overrides an earlier one at the same (variant, H, B).
+FLA.csv: benchmarks/fla_chain.py --out output. All from runs of the same day on one H200.
 """
 import csv
 import sys
@@ -14,30 +16,37 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def main(ours_csv, fla_csv, out_png):
-    ours = defaultdict(list)
-    for r in csv.DictReader(open(ours_csv)):
-        if r["mode"] == "decode" and r["variant"] == "wide":
-            ours[int(r["H"])].append((int(r["B"]), float(r["us"]), float(r["pct_ceiling"]), float(r["floor_us"])))
-    fla = defaultdict(list)
+def main(out_png, fla_csv, *ours_csvs):
+    ours = defaultdict(dict)  # variant -> {(H, B): (us, pct, floor)}
+    for path in ours_csvs:
+        for r in csv.DictReader(open(path)):
+            if r["mode"] != "decode" or r["variant"] != r["variant_req"]:
+                continue
+            ours[r["variant_req"]][(int(r["H"]), int(r["B"]))] = (float(r["us"]), float(r["pct_ceiling"]),
+                                                                   float(r["floor_us"]))
+    fla = {}
     for r in csv.DictReader(open(fla_csv)):
         us, fl = float(r["us"]), float(r["floor_us"])
-        fla[int(r["H"])].append((int(r["B"]), us, 100.0 * fl / us, fl))
-    Hs = sorted(set(ours) | set(fla))
+        fla[(int(r["H"]), int(r["B"]))] = (us, 100.0 * fl / us, fl)
+    series = [(f"kda-decode ({v})", d, "o-") for v, d in sorted(ours.items())] + [("fla chain", fla, "s--")]
+    Hs = sorted({h for _, d, _ in series for (h, _) in d})
     fig, axes = plt.subplots(2, len(Hs), figsize=(4 * len(Hs), 7), squeeze=False)
+    colors = {name: f"C{i}" for i, (name, _, _) in enumerate(series)}  # one colour per series everywhere
     for j, H in enumerate(Hs):
-        for name, data, style in (("kda-decode (wide)", ours.get(H, []), "o-"), ("fla chain", fla.get(H, []), "s--")):
-            data = sorted(data)
-            if not data:
+        floor = {}
+        for name, d, style in series:
+            pts = sorted((b, v) for (h, b), v in d.items() if h == H)
+            if not pts:
                 continue
-            B = [d[0] for d in data]
-            axes[0][j].plot(B, [d[1] for d in data], style, label=name)
-            axes[1][j].plot(B, [d[2] for d in data], style, label=name)
-        fl = sorted(ours.get(H, []) or fla.get(H, []))
-        axes[0][j].plot([d[0] for d in fl], [d[3] for d in fl], ":", color="gray", label="floor")
+            B = [b for b, _ in pts]
+            axes[0][j].plot(B, [v[0] for _, v in pts], style, label=name, color=colors[name])
+            axes[1][j].plot(B, [v[1] for _, v in pts], style, label=name, color=colors[name])
+            floor.update({b: v[2] for b, v in pts})
+        fb = sorted(floor)
+        axes[0][j].plot(fb, [floor[b] for b in fb], ":", color="gray", label="floor")
         axes[0][j].set(xscale="log", yscale="log", title=f"decode, H = {H}", xlabel="B", ylabel="µs per step")
         axes[1][j].set(xscale="log", ylim=(0, 100), xlabel="B", ylabel="% of copy ceiling")
-        axes[0][j].legend(fontsize=8)
+        axes[0][j].legend(fontsize=7)
         axes[1][j].grid(True, alpha=0.3)
         axes[0][j].grid(True, alpha=0.3)
     fig.suptitle("H200, fp32 state, BENCHMARKS.md protocol (cold caches, graph replay)")
@@ -46,4 +55,6 @@ def main(ours_csv, fla_csv, out_png):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

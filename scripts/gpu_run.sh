@@ -16,7 +16,9 @@
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
-# Environment: BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc).
+#   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex)
+# Environment: BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
+# PYTEST_K selects Python tests (pytest -k).
 #
 # The device machine has no GoogleTest and no network. Before the call, on this machine:
 #   mkdir -p .gpu && cp -r /usr/src/googletest .gpu/                      # C++ tests
@@ -89,7 +91,7 @@ fi
 
 if has pytest; then
   t=$SECONDS
-  (cd /tmp && python3 -m pytest -q "$OLDPWD/tests/python" -p no:cacheprovider) >"$OUT/pytest.log" 2>&1
+  (cd /tmp && python3 -m pytest -q "$OLDPWD/tests/python" -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"}) >"$OUT/pytest.log" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] && grep -E "Error|error|assert|FAILED" "$OUT/pytest.log" | head -30
   note "pytest: rc=$rc $(tail -1 "$OUT/pytest.log") ($((SECONDS - t)) s)"
@@ -118,6 +120,22 @@ if has fla; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/fla-site .whl/*.whl >"$OUT/fla-pip.log" 2>&1
   PYTHONPATH=/tmp/fla-site python3 benchmarks/fla_chain.py ${FLA_ARGS:-} --out "$OUT/fla.csv" 2>&1 | tee "$OUT/fla.txt"
   note "fla chain: see table above"
+fi
+
+if has ncu; then
+  # one profiled launch per configuration (caches flushed by ncu = cold), clocks not locked
+  IFS=';' read -ra cfgs <<< "${NCU_ARGS:---H 96 --B 256 --mode decode --variant wide}"
+  i=0
+  for cfg in "${cfgs[@]}"; do
+    t=$SECONDS
+    ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-kda_}" --launch-skip 8 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+      "$BUILD/benchmarks/kda_bench" $cfg >"$OUT/ncu-$i.txt" 2>&1
+    grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|L2 Hit|Mem Busy|Max Bandwidth|Issued Warp|No Eligible" "$OUT/ncu-$i.txt" | head -30
+    note "ncu [$cfg]: $OUT/ncu-$i.txt ($((SECONDS - t)) s)"
+    i=$((i + 1))
+  done
 fi
 
 # ---- reliability stages (docs/VALIDATION.md) -------------------------------------------------
@@ -165,4 +183,8 @@ echo
 echo "================ summary ($((SECONDS - t0)) s) ================"
 for s in "${SUMMARY[@]}"; do echo "  $s"; done
 [[ -f $OUT/bench_decode.txt ]] && cat "$OUT/bench_decode.txt"
+# the device tool returns at most 8 files from $OUT: pack the logs into one archive
+if (( $(ls "$OUT" | wc -l) > 8 )); then
+  tar czf /tmp/kda-gpu-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/kda-gpu-logs.tgz "$OUT/logs.tgz"
+fi
 exit 0

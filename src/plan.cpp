@@ -13,7 +13,8 @@ std::string Plan::describe() const {
   std::ostringstream os;
   os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode)
      << " split " << split << " threads " << threads << " ctas " << ctas << " smem " << smem;
-  if (variant == Variant::kStream) os << " items/cta " << items_per_cta;
+  if (variant == Variant::kStream || variant == Variant::kWS) os << " items/cta " << items_per_cta;
+  if (variant == Variant::kWS) os << " stages " << ring_stages;
   return os.str();
 }
 
@@ -65,12 +66,17 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   // 1 KiB of headroom: the Stream kernel's static shared memory (its plan ring)
   const bool stream_fits =
       layer.stream_ok && layer.window >= layer.W - 2 + key.q && ss.bytes() + 1024 <= dev.smem_optin;
+  // WS: a ring of >= 2 stages (state + operands) and the scratch within the opt-in limit
+  const cuda_config::WsSmem ws{ss};
+  const int ws_stages = ws.stages_for(dev.smem_optin - 1024);  // 1 KiB: static smem (mbarriers)
+  const bool ws_fits = layer.stream_ok && layer.window >= layer.W - 2 + key.q && ws_stages >= 2;
   Variant v = policy.variant;
   int split = 1;
   switch (v) {
     case Variant::kAuto:
-      v = heuristics::auto_variant(items);
+      v = heuristics::auto_variant(items, key.mode);
       if (v == Variant::kStream && !stream_fits) v = Variant::kWide;
+      if (v == Variant::kWS && (!ws_fits || key.mode == StepMode::kFused)) v = Variant::kWide;
       if (v == Variant::kSplit) {
         if (!dev.clusters) v = Variant::kWide;
         else split = std::max(2, choose_split(items, dev.sms));
@@ -91,8 +97,26 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
         fail("variant 'stream' needs " + std::to_string(ss.bytes()) + " bytes of shared memory, the device allows " +
              std::to_string(dev.smem_optin));
       break;
+    case Variant::kWS:
+      // NOTES: fused steps under WS read shared memory out of bounds on the H200 (compute-
+      // sanitizer, the records fold). Cause, found after the GPU time was spent: a stage's
+      // plan slot was 32 bytes for a 36-byte RequestPlan, so beta[0] overwrote `pending`
+      // (config.h WsSmem::kPlanBytes, now 64). Until a GPU run confirms the fix, a fused step
+      // forced to 'ws' runs Wide (docs/VALIDATION.md §8).
+      if (key.mode == StepMode::kFused) {
+        v = Variant::kWide;
+        break;
+      }
+      if (!layer.stream_ok)
+        fail("variant 'ws' needs 16-byte aligned operands (stream_layout): conv slot stride, SD column stride, "
+             "dense DS windows, state slot stride, records rows");
+      if (!ws_fits)
+        fail("variant 'ws' needs two ring stages of " + std::to_string(ws.stage_size()) + " bytes plus " +
+             std::to_string(ws.scratch_bytes()) + " bytes of scratch in shared memory, the device allows " +
+             std::to_string(dev.smem_optin));
+      break;
     default:
-      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide, stream)");
+      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide, stream, ws)");
   }
   plan.variant = v;
   plan.split = split;
@@ -103,6 +127,15 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     plan.items_per_cta = std::max<int64_t>(1, (items + slots - 1) / slots);
     plan.ctas = (items + plan.items_per_cta - 1) / plan.items_per_cta;
     plan.smem = ss.bytes();
+    plan.fused_one_launch = true;
+    return plan;
+  }
+  if (v == Variant::kWS) {
+    plan.threads = cuda_config::kWsThreads;
+    plan.items_per_cta = std::max<int64_t>(1, (items + dev.sms - 1) / dev.sms);
+    plan.ctas = (items + plan.items_per_cta - 1) / plan.items_per_cta;
+    plan.ring_stages = ws_stages;
+    plan.smem = ws.bytes(ws_stages);
     plan.fused_one_launch = true;
     return plan;
   }

@@ -438,6 +438,9 @@ LayerShape PreparedKda::Impl::layer_shape(const Caches& c) const {
     ops.conv_dim_first = conv_dim_first;
     ops.W = W;
     ls.stream_ok = stream_layout(ops, 1).has_value() && reinterpret_cast<uintptr_t>(c.state.data) % 16 == 0;
+    // records rows are copied in 16-byte pieces too (fused mode)
+    for (const TensorView* r : {&c.correction, &c.key_gate})
+      if (r->defined() && (reinterpret_cast<uintptr_t>(r->data) % 16 || (r->strides[0] * 4) % 16)) ls.stream_ok = false;
   }
   return ls;
 }
@@ -528,7 +531,8 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   const bool fused = a.mode == StepMode::kFused;
   auto facts = validate_caches(caches, records, fused);
   const Plan* plp = &plan(key, caches);
-  if (plp->variant == Variant::kStream && !stream_inputs_ok(in, out)) plp = &fallback_plan(key, *plp);
+  if ((plp->variant == Variant::kStream || plp->variant == Variant::kWS) && !stream_inputs_ok(in, out))
+    plp = &fallback_plan(key, *plp);
   const Plan& pl = *plp;
   const int gm = int(pl.gate_mode);
 
@@ -661,6 +665,7 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   p.error_flags = backend->error_flags();
   p.error_index = backend->error_index();
   p.items_per_cta = pl.items_per_cta;
+  p.ring_stages = pl.ring_stages;
   p.conv_dim_first = conv_dim_first;
   backend->step(p, pl, a.stream);
 }

@@ -8,19 +8,26 @@
 
 namespace kda::heuristics {
 
-/// The automatic variant on CUDA: the first rule whose `min_items` (B·H) is reached, read
-/// from the end. Sweep of 2026-11-30 on one H200 (benchmarks/kda_bench; data in
-/// docs/data/sweep_decode_run4.csv and sweep_verify_run4.csv; table in docs/PERFORMANCE.md):
-/// Wide was the fastest variant, or within 1% of it, at all 29 points (decode, H ∈ {3, 12,
-/// 32, 96} × B ∈ {1, 4, 16, 64, 256}; q = 4 per_token / record / fused, H = 32, B ∈ {1, 8,
-/// 64}). Split (cluster cooperation) was 4–85% slower (decode 4–63%) and Stream
-/// (persistent prefetch) between 0.2% faster and 40% slower; both stay available by forcing
-/// them in a policy.
+/// The automatic variant on CUDA: the last rule of the step's table whose `min_items`
+/// (B·H) is reached. Sweeps on one H200 (benchmarks/kda_bench; data in docs/data/; tables
+/// in docs/PERFORMANCE.md):
+///   2026-11-30, run 4 (sweep_*_run4.csv): among Split, Wide and Stream, Wide was fastest or
+///     within 1% at all 29 points (decode H ∈ {3, 12, 32, 96} × B ∈ {1, 4, 16, 64, 256};
+///     q = 4 per_token / record / fused, H = 32, B ∈ {1, 8, 64}); Split 4–85% slower,
+///     Stream 0.2% faster…40% slower.
+///   2026-11-30, session 8 (sweep_ws_*_s8.csv, H ∈ {32, 96}): WS (warp-specialised TMA
+///     ring) against Wide — decode: +15% / +6% at 256 / 768 items, −1.6% at 1024, −2% at
+///     1536, −7…−12% from 2048; per_token q = 4: −11…−17% from 512 items; record q = 4:
+///     −2…−8% from 512 items.
+/// The planner falls back to Wide where WS cannot run (unaligned operands, fused steps,
+/// two ring stages not fitting).
 struct AutoRule {
   int64_t min_items;
   Variant variant;
 };
-inline constexpr AutoRule kAutoRules[] = {{0, Variant::kWide}};
+inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kWide}, {1024, Variant::kWS}};
+inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWide}, {512, Variant::kWS}};  // per_token, record
+inline constexpr AutoRule kFusedRules[] = {{0, Variant::kWide}};
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).
@@ -30,12 +37,19 @@ inline constexpr int kMaxSplit = 8;
 /// Stream runs two CTAs per SM only while its shared memory fits twice (bytes per CTA).
 inline constexpr int64_t kStreamTwoPerSmBytes = 113 * 1024;
 
-/// The automatic variant for `items` = B·H items.
-inline Variant auto_variant(int64_t items) {
-  Variant v = kAutoRules[0].variant;
-  for (const AutoRule& r : kAutoRules)
-    if (items >= r.min_items) v = r.variant;
-  return v;
+/// The automatic variant for `items` = B·H items of a `mode` step.
+inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode) {
+  auto pick = [items](const auto& rules) {
+    Variant v = rules[0].variant;
+    for (const AutoRule& r : rules)
+      if (items >= r.min_items) v = r.variant;
+    return v;
+  };
+  switch (mode) {
+    case StepMode::kDecode: return pick(kDecodeRules);
+    case StepMode::kFused: return pick(kFusedRules);
+    default: return pick(kVerifyRules);
+  }
 }
 
 }  // namespace kda::heuristics

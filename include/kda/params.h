@@ -87,7 +87,8 @@ struct StepParams {
   int32_t* arrivals = nullptr;  ///< [rows_r] int32, zero between launches
 
   // ---- launch facts the kernels need (set by the CUDA backend from the plan) -------------
-  int64_t items_per_cta = 1;  ///< Stream: contiguous items of one persistent CTA
+  int64_t items_per_cta = 1;  ///< Stream / WS: contiguous items of one persistent CTA
+  int32_t ring_stages = 0;    ///< WS: stages of the shared-memory ring
   int32_t conv_dim_first = 1; ///< Stream: window layout in its stage (1 DS, 0 SD)
 };
 

@@ -42,7 +42,8 @@ struct Plan {
   int64_t ctas = 0;       ///< grid size (CTAs)
   int64_t smem = 0;       ///< dynamic shared memory per CTA (bytes)
   int64_t pitch = 0;      ///< packed pitch the plan was made for (0 = any)
-  int64_t items_per_cta = 1;     ///< Stream: items of one persistent CTA
+  int64_t items_per_cta = 1;     ///< Stream / WS: items of one persistent CTA
+  int ring_stages = 0;           ///< WS: stages of the shared-memory ring
   bool fused_one_launch = true;  ///< fused mode runs in one launch (else flush + record)
   std::string describe() const;
 };

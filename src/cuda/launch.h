@@ -26,6 +26,14 @@ cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaS
 template <class StateT>
 cudaError_t set_stream_attributes(int64_t max_smem);
 
+/// Launches the warp-specialised persistent WS kernel on `ctas` CTAs (one per SM;
+/// p.items_per_cta and p.ring_stages set).
+template <class StateT>
+cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
+
+template <class StateT>
+cudaError_t set_ws_attributes(int64_t max_smem);
+
 /// Launches commit / flush.
 template <class StateT>
 cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream);

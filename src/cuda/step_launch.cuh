@@ -5,6 +5,7 @@
 #include "kda/cuda/commit_kernel.cuh"
 #include "kda/cuda/step_kernel.cuh"
 #include "kda/cuda/stream_kernel.cuh"
+#include "kda/cuda/ws_kernel.cuh"
 #include "launch.h"
 
 namespace kda::cuda {
@@ -60,6 +61,26 @@ cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaS
 }
 
 template <class StateT>
+cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(ctas), 1, 1);
+  cfg.blockDim = dim3(cuda_config::kWsThreads, 1, 1);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kda_ws_kernel<StateT>, p);
+}
+
+template <class StateT>
+cudaError_t set_ws_attributes(int64_t max_smem) {
+  return set_max_dynamic_smem(kda_ws_kernel<StateT>, max_smem);
+}
+
+template <class StateT>
 cudaError_t set_stream_attributes(int64_t max_smem) {
   return set_max_dynamic_smem(kda_stream_kernel<StateT>, max_smem);
 }
@@ -87,3 +108,7 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 #define KDA_INSTANTIATE_STREAM(STATE)                                                                 \
   template cudaError_t kda::cuda::launch_stream<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \
   template cudaError_t kda::cuda::set_stream_attributes<STATE>(int64_t);
+
+#define KDA_INSTANTIATE_WS(STATE)                                                                     \
+  template cudaError_t kda::cuda::launch_ws<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \
+  template cudaError_t kda::cuda::set_ws_attributes<STATE>(int64_t);

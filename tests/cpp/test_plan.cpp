@@ -101,16 +101,16 @@ TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
 
 /// What auto must pick for `items` on `d` (the measured table of kda/heuristics.h, with its
 /// fallbacks: Stream only where its layout and shared memory fit, Split only with clusters).
-Variant expected_auto(int64_t items, const DeviceInfo& d, bool stream_fits) {
-  Variant v = kda::heuristics::auto_variant(items);
-  if (v == Variant::kStream && !stream_fits) v = Variant::kWide;
+Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits) {
+  Variant v = kda::heuristics::auto_variant(items, m);
+  if ((v == Variant::kStream || v == Variant::kWS) && !stream_fits) v = Variant::kWide;
   if (v == Variant::kSplit && !d.clusters) v = Variant::kWide;
   return v;
 }
 
 TEST(Plan, AutoFollowsTheMeasuredTable) {
-  // NOTE: the table (kda/heuristics.h) comes from the GPU sweep; on the H200 Wide won at every
-  // measured point, so auto is Wide at small and large B·H alike. The test follows the table
+  // NOTE: the table (kda/heuristics.h) comes from the GPU sweeps; with caches that forbid
+  // bulk copies (stream_ok = false, as here) auto is Wide everywhere. The test follows the table
   // rather than a fixed expectation, and checks the plan's launch shape for whatever it picks.
   const DeviceInfo d = gpu();
   for (bool clusters : {true, false})
@@ -121,7 +121,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
           const int64_t items = int64_t(B) * H;
           const DeviceInfo dd = gpu(clusters);
           const Plan p = kda::plan_step({m, B, q}, pol(), shape(H), dd);  // stream_ok = false
-          EXPECT_EQ(p.variant, expected_auto(items, dd, false)) << StepKey{m, B, q}.describe() << " H " << H;
+          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false)) << StepKey{m, B, q}.describe() << " H " << H;
           EXPECT_EQ(p.gate_mode, GateMode::kPerItem);
           EXPECT_TRUE(p.fused_one_launch);
           if (p.variant == Variant::kWide) {
@@ -133,10 +133,14 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
             EXPECT_EQ(p.ctas, items * p.split);
           }
         }
-  // the table itself: rules sorted by min_items, the first one from 0 items
-  const auto& rules = kda::heuristics::kAutoRules;
-  EXPECT_EQ(rules[0].min_items, 0);
-  for (size_t i = 1; i < std::size(rules); ++i) EXPECT_GT(rules[i].min_items, rules[i - 1].min_items);
+  // the tables themselves: rules sorted by min_items, the first one from 0 items
+  auto sorted = [](const auto& rules) {
+    EXPECT_EQ(rules[0].min_items, 0);
+    for (size_t i = 1; i < std::size(rules); ++i) EXPECT_GT(rules[i].min_items, rules[i - 1].min_items);
+  };
+  sorted(kda::heuristics::kDecodeRules);
+  sorted(kda::heuristics::kVerifyRules);
+  sorted(kda::heuristics::kFusedRules);
 }
 
 TEST(Plan, SplitFactorsFillTheGpu) {
@@ -193,7 +197,7 @@ TEST(Plan, ForcedStreamWhereItsLayoutFits) {
         EXPECT_GT(p.threads, 0);
         // auto with a stream-capable layout still follows the table
         const Plan a = kda::plan_step(key, pol(), l, d);
-        EXPECT_EQ(a.variant == Variant::kStream, kda::heuristics::auto_variant(items) == Variant::kStream);
+        EXPECT_EQ(a.variant == Variant::kStream, kda::heuristics::auto_variant(items, m) == Variant::kStream);
       }
       // not where the layout does not allow 16-byte copies, nor with a window too short
       LayerShape bad = shape(4);
@@ -204,6 +208,85 @@ TEST(Plan, ForcedStreamWhereItsLayoutFits) {
       bad.window = 1 + q;
       EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr("stream"));
     }
+}
+
+TEST(Plan, WsPlansARingThatFits) {
+  // WS: one persistent CTA per SM, 2..4 ring stages within the opt-in shared memory; refused
+  // (naming 'ws') where two stages do not fit, the window is short or the layout forbids
+  // 16-byte bulk copies.
+  const DeviceInfo d = gpu();
+  for (StepMode m : kModes)
+    for (int q : {1, 4, 8, 16}) {
+      if (m == StepMode::kDecode && q != 1) continue;
+      for (int64_t B : {1, 7, 100, 1000}) {
+        for (bool bf16 : {false, true}) {
+          LayerShape l = shape(4);
+          l.stream_ok = true;
+          l.window = 2 + q;
+          l.conv_bytes = 2;
+          l.state_bf16 = bf16;
+          const StepKey key{m, int(B), q};
+          if (m == StepMode::kFused) {  // not yet: fused steps forced to 'ws' run Wide (plan.cpp)
+            EXPECT_EQ(kda::plan_step(key, pol(Variant::kWS), l, d).variant, Variant::kWide) << key.describe();
+            continue;
+          }
+          const kda::cuda_config::WsSmem ws{{q, l.window, 2, bf16 ? 2 : 4, m == StepMode::kFused}};
+          const int stages = ws.stages_for(d.smem_optin - 1024);
+          if (stages < 2) {
+            EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kWS), l, d); }), HasSubstr("'ws'")) << key.describe();
+            continue;
+          }
+          const Plan p = kda::plan_step(key, pol(Variant::kWS), l, d);
+          EXPECT_EQ(p.variant, Variant::kWS) << key.describe();
+          EXPECT_EQ(p.ring_stages, stages);
+          EXPECT_GE(p.ring_stages, 2);
+          EXPECT_LE(p.ring_stages, kda::cuda_config::kWsMaxStages);
+          EXPECT_LE(p.smem + 1024, d.smem_optin) << key.describe();
+          EXPECT_EQ(p.threads, kda::cuda_config::kWsThreads);
+          const int64_t items = B * 4;
+          EXPECT_LE(p.ctas, int64_t(d.sms));
+          EXPECT_GE(p.ctas * p.items_per_cta, items) << key.describe();
+          EXPECT_LT((p.ctas - 1) * p.items_per_cta, items) << "an idle persistent CTA, " << key.describe();
+        }
+      }
+      if (m == StepMode::kFused) continue;
+      LayerShape bad = shape(4);
+      bad.window = 2 + q;
+      const StepKey key{m, 8, q};
+      EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kWS), bad, d); }), HasSubstr("'ws'"));
+      bad.stream_ok = true;
+      bad.window = 1 + q;
+      EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kWS), bad, d); }), HasSubstr("'ws'"));
+    }
+  // the common shapes get a ring that overlaps at least one item's loads with compute
+  LayerShape l = shape(32);
+  l.stream_ok = true;
+  l.window = 6;
+  EXPECT_GE(kda::plan_step({StepMode::kDecode, 64, 1}, pol(Variant::kWS), l, d).ring_stages, 3);
+  EXPECT_GE(kda::plan_step({StepMode::kRecord, 64, 4}, pol(Variant::kWS), l, d).ring_stages, 2);
+}
+
+TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
+  // session-8 sweep (kda/heuristics.h): WS from 1024 items for decode, 512 for per_token /
+  // record, never for fused; Wide below, and Wide wherever the layout forbids bulk copies.
+  const DeviceInfo d = gpu();
+  LayerShape l = shape(32);
+  l.stream_ok = true;
+  l.window = 6;
+  auto pick = [&](StepMode m, int B, int q) { return kda::plan_step({m, B, q}, pol(), l, d).variant; };
+  EXPECT_EQ(pick(StepMode::kDecode, 16, 1), Variant::kWide);   // 512 items
+  EXPECT_EQ(pick(StepMode::kDecode, 32, 1), Variant::kWS);     // 1024
+  EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWS);
+  EXPECT_EQ(pick(StepMode::kPerToken, 8, 4), Variant::kWide);  // 256
+  EXPECT_EQ(pick(StepMode::kPerToken, 16, 4), Variant::kWS);   // 512
+  EXPECT_EQ(pick(StepMode::kRecord, 64, 4), Variant::kWS);
+  EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWide);
+  l.stream_ok = false;
+  EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWide);
+  // q = 16: two WS stages do not fit; auto takes Wide instead of failing
+  l.stream_ok = true;
+  l.window = 18;
+  EXPECT_EQ(pick(StepMode::kPerToken, 64, 16), Variant::kWide);
 }
 
 TEST(Plan, ForcedVariantsHonoured) {

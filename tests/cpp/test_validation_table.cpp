@@ -500,8 +500,16 @@ const std::vector<Row>& rows() {
          l.stream_ok = true;
          kda::plan_step({StepMode::kFused, 2, 4}, pol(Variant::kStream), l, gpu_dev(true, 100 * 1024));
        }},
-      {"P11", "plan_step (CUDA)", "policy", "a variant that is not built (ws, fused, fused_ws, cpu)", "variant 'ws' is not built in this version",
+      {"P11", "plan_step (CUDA)", "policy", "a variant that is not built (fused, fused_ws, cpu)", "variant 'fused' is not built in this version",
+       [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kFused), shape(), gpu_dev()); }},
+      {"P13", "plan_step (CUDA)", "policy", "'ws' forced on caches without 16-byte aligned strides", "variant 'ws' needs 16-byte aligned operands",
        [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kWS), shape(), gpu_dev()); }},
+      {"P14", "plan_step (CUDA)", "policy", "'ws' forced where two ring stages do not fit (or the window is short)", "variant 'ws' needs two ring stages",
+       [](Fx&) {
+         LayerShape l = shape();
+         l.stream_ok = true;
+         kda::plan_step({StepMode::kRecord, 2, 4}, pol(Variant::kWS), l, gpu_dev(true, 100 * 1024));
+       }},
       {"P12", "plan_step (CUDA)", "policy", "Split / Wide shared memory above the device's limit", "bytes of shared memory, the device allows 1024",
        [](Fx&) { kda::plan_step({StepMode::kRecord, 2, 16}, pol(Variant::kWide), shape(), gpu_dev(true, 1024)); }},
   };

@@ -51,7 +51,7 @@ K = ref.K
 R = ref.R
 W = 4
 KINDS = ("decode", "per_token", "record", "fused", "commit", "flush")
-GPU_VARIANTS = ("split", "wide", "stream", "auto")
+GPU_VARIANTS = ("split", "wide", "stream", "ws", "auto")
 POISON = 0x4B1D
 
 
@@ -168,7 +168,7 @@ def random_config(seed: int, index: int, device: str = "cpu") -> Config:
     c.seed = int(rng.integers(1 << 30))
     c.H = _choice(rng, [1, 2, 3, 4, 6, 8], p=[0.3, 0.3, 0.18, 0.12, 0.05, 0.05])
     c.variant = _choice(rng, GPU_VARIANTS) if device != "cpu" else "auto"
-    stream = c.variant == "stream"
+    stream = c.variant in ("stream", "ws")
     c.lb = None if rng.random() < 0.5 else float(-rng.uniform(0.5, 5.0))
     if c.lb is not None and rng.random() < 0.2:
         c.lb = -5.0

@@ -243,7 +243,7 @@ def _slots_needed(kind, B, q):
 def _sample_matrix(seed=2024):
     rng = np.random.default_rng(seed)
     cases = []
-    for variant in ("split", "wide", "stream", "auto"):
+    for variant in ("split", "wide", "stream", "ws", "auto"):
         for kind in KINDS:
             for _ in range(100):
                 H = int(rng.choice(HS))
@@ -339,7 +339,7 @@ def test_matrix(c):
 # ---------------------------------------------------------------------------------------
 # GPU against the float64 reference directly (SPEC §8: each backend vs float64)
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["split", "wide", "stream"])
+@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
 @pytest.mark.parametrize("mode", ["decode", "per_token", "record", "fused"])
 def test_gpu_vs_float64(variant, mode):
     """One step on the GPU, checked against reference.step on the float64 mirror: out within
@@ -385,7 +385,7 @@ def test_gpu_vs_float64(variant, mode):
 # ---------------------------------------------------------------------------------------
 # gate mode 2 / run_views, data errors, pads
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "auto"])
+@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws", "auto"])
 def test_gate_mode_2_views(variant):
     H, B, q = 3, 7, 2
     layer = Layer(H, f_b=False, seed=5)
@@ -396,7 +396,7 @@ def test_gate_mode_2_views(variant):
     tw.run(Inputs(layer, B * q, gate_mode=2, seed=3), views=True, slots=tbl, q=q, mode="per_token")
 
 
-@pytest.mark.parametrize("variant", ["split", "wide", "stream"])
+@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
 def test_data_errors_on_gpu(variant):
     H, B, q = 2, 6, 2
     n = 16
@@ -430,7 +430,7 @@ def test_data_errors_on_gpu(variant):
 # ---------------------------------------------------------------------------------------
 # determinism, streams, CUDA graphs
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "auto"])
+@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws", "auto"])
 def test_bitwise_determinism(variant):
     H, B, q = 12, 7, 4
     layer = Layer(H, lower_bound=-5.0, seed=9)
@@ -492,7 +492,7 @@ def test_non_default_stream():
     assert tw.gpu.status(stream=s).ok
 
 
-@pytest.mark.parametrize("variant", ["split", "wide", "stream"])
+@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
 @pytest.mark.parametrize("mode", ["decode", "per_token", "fused"])
 def test_cuda_graph_capture_and_replay(variant, mode):
     H, B = 4, 7

@@ -24,7 +24,7 @@ from harness import Inputs, Layer, bits_of, f64
 
 W = 4
 K = 128
-VARIANTS = ["split", "wide", "stream"]
+VARIANTS = ["split", "wide", "stream", "ws"]
 
 
 def _gpu_device() -> str:

@@ -69,6 +69,32 @@ struct StreamSmem {
   constexpr int64_t bytes() const { return scratch() + scratch_floats() * 4; }
 };
 
+/// WS kernel (warp-specialised, persistent, one CTA per SM): kWsConsumers compute threads
+/// and one producer warp. Shared memory: a ring of `stages` stages, each
+///   state [128][128] as stored | operands (StreamSmem's stage layout) | plan (64 B) | beta[16]
+/// filled by bulk copies (TMA) that complete on the stage's mbarrier, then the consumers'
+/// scratch (StreamSmem::scratch_floats). The ring takes as many stages as fit, up to 4.
+inline constexpr int kWsConsumers = 256;
+inline constexpr int kWsThreads = kWsConsumers + 32;  // + the producer warp
+inline constexpr int kWsMaxStages = 4;
+struct WsSmem {
+  StreamSmem ops;  ///< operand offsets within a stage (after the state)
+  constexpr int64_t state_size() const { return ops.state_size(); }
+  constexpr int64_t ops_off() const { return state_size(); }
+  constexpr int64_t plan_off() const { return round16(ops_off() + ops.stage_size()); }
+  static constexpr int64_t kPlanBytes = 64;  ///< room for a RequestPlan (36 bytes; static_assert in ws_kernel.cuh)
+  constexpr int64_t beta_off() const { return plan_off() + kPlanBytes; }
+  constexpr int64_t stage_size() const { return (beta_off() + kMaxQ * 4 + 127) / 128 * 128; }
+  constexpr int64_t scratch_bytes() const { return ops.scratch_floats() * 4; }
+  /// stages that fit into `smem_limit` bytes of dynamic shared memory (0 if fewer than 2)
+  constexpr int stages_for(int64_t smem_limit) const {
+    int64_t n = (smem_limit - scratch_bytes()) / stage_size();
+    if (n > kWsMaxStages) n = kWsMaxStages;
+    return n >= 2 ? int(n) : 0;
+  }
+  constexpr int64_t bytes(int stages) const { return stages * stage_size() + scratch_bytes(); }
+};
+
 /// Commit kernel: rows of one (request, head) split over CTAs of 128 threads.
 inline constexpr int kCommitThreads = 128;
 

@@ -31,20 +31,65 @@ __device__ __forceinline__ void cta_copy16(char* dst, const char* src, int64_t b
     ::cuda::memcpy_async(dst + o, src + o, ::cuda::aligned_size_t<16>(16), pipe);
 }
 
-template <class StateT>
+/// The per-item body shared by the Stream and WS kernels: `compute` runs one item whose
+/// state is in registers and whose operands sit in a shared-memory stage (layout
+/// cuda_config::StreamSmem offsets from `st`). NT_ threads take part; BAR_ names the barrier
+/// they synchronise on (0: __syncthreads, the whole CTA; else a named barrier of NT_ threads,
+/// so that the WS producer warp does not take part).
+template <class StateT, int NT_ = cuda_config::kStreamThreads, int BAR_ = 0>
 struct StreamKernel {
   using IO = StateIO<StateT>;
-  static constexpr int NT = cuda_config::kStreamThreads, NW = NT / 32, RPW = kHeadDim / NW, K = kHeadDim;
+  static constexpr int NT = NT_, NW = NT / 32, RPW = kHeadDim / NW, K = kHeadDim;
   static constexpr int G = 32 / RPW;
   static constexpr int kGateTpr = NT / K, kGateChunk = kRank / kGateTpr, kGateNV = kGateChunk / 8;
 
   const StepParams& p;
   const cuda_config::StreamSmem L;
   char* smem;
+  float* sc;  ///< scratch: yq, yk, yv, g, o [q][128], beta, inv, red
   int tid, lane, warp;
 
+  /// Weights of head h that this thread needs, held in registers across the items of one
+  /// head (kHoldWeights: the WS kernel, whose ring leaves L1 little room). Without it
+  /// (Stream) compute() reads them from global memory (L1) per item.
+  static constexpr bool kHoldWeights = BAR_ != 0;
+  static constexpr int kChan = (3 * kHeadDim + NT - 1) / NT;  ///< conv channels per thread
+  struct HeadWeights {
+    int h = -1;
+    float cw[kChan][4];
+    float cb[kChan];
+    float dtb = 0.f, a = 0.f, nw = 0.f;
+    uint4 fb[kGateNV];
+  };
+  __device__ __forceinline__ void load_weights(HeadWeights& w, int h) const {
+    w.h = h;
+    const int D = p.H * K;
+#pragma unroll
+    for (int n = 0; n < kChan; ++n) {
+      const int lc = tid + n * NT;
+      if (lc < 3 * K) {
+        const int sec = lc / K, cc = h * K + lc % K;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) w.cw[n][k] = p.conv_w[(sec * 4 + k) * D + cc];
+        w.cb[n] = p.conv_b ? p.conv_b[int64_t(sec) * D + cc] : 0.f;
+      }
+    }
+    const int i = tid / kGateTpr, part = tid % kGateTpr;
+    w.dtb = p.dt_bias[h * K + i];
+    w.a = expf(p.A_log[h]);
+    if (p.gate_mode != int(GateMode::kPrecomputed)) {
+      const uint4* fb = reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
+#pragma unroll
+      for (int j = 0; j < kGateNV; ++j) w.fb[j] = fb[j];
+    }
+    w.nw = p.norm_w[tid % K];
+  }
+
   __device__ char* stage(int s) const { return smem + L.stage(s); }
-  __device__ float* scratch() const { return reinterpret_cast<float*>(smem + L.scratch()); }
+  __device__ void sync() const {
+    if constexpr (BAR_ == 0) __syncthreads();
+    else asm volatile("bar.sync %0, %1;" ::"n"(BAR_), "n"(NT) : "memory");
+  }
 
   // ---- issue the copies of an item into the state stage and operand stage s -------------
   __device__ void issue(int64_t item, const RequestPlan& r, int s, ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
@@ -106,15 +151,29 @@ struct StreamKernel {
     pipe.producer_commit();
   }
 
+  // ---- the warp's rows of a [128][128] state tile staged in shared memory -> registers ------
+  __device__ void load_state(float4 (&S)[RPW], const char* stage_state) const {
+    const StateT* st = reinterpret_cast<const StateT*>(stage_state) + (warp * RPW) * kHeadDim + lane * 4;
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) {
+      if constexpr (sizeof(StateT) == 4) {
+        S[i] = *reinterpret_cast<const float4*>(st + i * kHeadDim);
+      } else {
+        const uint2 u = *reinterpret_cast<const uint2*>(st + i * kHeadDim);
+        S[i] = make_float4(bits_float(u.x << 16), bits_float(u.x & 0xffff0000u), bits_float(u.y << 16),
+                           bits_float(u.y & 0xffff0000u));
+      }
+    }
+  }
+
   // ---- compute an item whose copies have landed --------------------------------------------
-  __device__ void compute(int64_t item, const RequestPlan& r, int s, float4 (&S)[RPW], float beta_raw) {
+  __device__ __forceinline__ void compute(int64_t item, const RequestPlan& r, const char* st, float4 (&S)[RPW], float beta_raw,
+                          const HeadWeights& hw) {
     const int b = int(item % p.B), h = int(item / p.B);
     const int q = p.q, H = p.H, D = H * K;
     const StepMode mode = StepMode(p.mode);
     const bool records = mode == StepMode::kRecord || mode == StepMode::kFused;
     const int64_t row_base = int64_t(b) * q;
-    const char* st = stage(s);
-    float* sc = scratch();
     float* s_yq = sc;
     float* s_yk = s_yq + q * K;
     float* s_yv = s_yk + q * K;
@@ -140,13 +199,21 @@ struct StreamKernel {
     };
 
     // ---- conv + SiLU of the 384 channels; new window columns straight to the cache -------
-    for (int lc = tid; lc < 3 * K; lc += NT) {
+#pragma unroll
+    for (int n = 0; n < kChan; ++n) {
+      const int lc = tid + n * NT;
+      if (lc >= 3 * K) break;
       const int sec = lc / K, cc = h * K + lc % K;
       const int64_t c = int64_t(sec) * D + cc;
       float* dst = (sec == 0 ? s_yq : sec == 1 ? s_yk : s_yv) + lc % K;
-      const float w0 = p.conv_w[(sec * 4 + 0) * D + cc], w1 = p.conv_w[(sec * 4 + 1) * D + cc];
-      const float w2 = p.conv_w[(sec * 4 + 2) * D + cc], w3 = p.conv_w[(sec * 4 + 3) * D + cc];
-      const float bias = p.conv_b ? p.conv_b[c] : 0.f;
+      float w0, w1, w2, w3, bias;
+      if constexpr (kHoldWeights) {
+        w0 = hw.cw[n][0], w1 = hw.cw[n][1], w2 = hw.cw[n][2], w3 = hw.cw[n][3], bias = hw.cb[n];
+      } else {
+        w0 = p.conv_w[(sec * 4 + 0) * D + cc], w1 = p.conv_w[(sec * 4 + 1) * D + cc];
+        w2 = p.conv_w[(sec * 4 + 2) * D + cc], w3 = p.conv_w[(sec * 4 + 3) * D + cc];
+        bias = p.conv_b ? p.conv_b[c] : 0.f;
+      }
       float h0 = win_at(lc, off), h1 = win_at(lc, off + 1), h2 = win_at(lc, off + 2);
       conv_store(p, r.win_out, c, 0, h1);
       conv_store(p, r.win_out, c, 1, h2);
@@ -165,15 +232,15 @@ struct StreamKernel {
       }
     }
     if (tid < q) s_beta[tid] = sigmoidf_(beta_raw);
-    __syncthreads();
+    sync();
 
     // ---- q/k l2 norms -------------------------------------------------------------------------
     qk_inv_norms(s_yq, s_yk, s_inv, q, warp, NW, lane);
     // ---- gate: thread pair per row of F_B[h] (read through L1: consecutive items share h) --
     {
       const int i = tid / kGateTpr, part = tid % kGateTpr;
-      const float a = expf(p.A_log[h]);
-      const float dtb = p.dt_bias[h * K + i];
+      const float a = kHoldWeights ? hw.a : expf(p.A_log[h]);
+      const float dtb = kHoldWeights ? hw.dtb : p.dt_bias[h * K + i];
       if (p.gate_mode == int(GateMode::kPrecomputed)) {
         if (part == 0)
           for (int t = 0; t < q; ++t)
@@ -181,10 +248,13 @@ struct StreamKernel {
       } else {
         // NOTES: F_B is read per token from L1 rather than held in registers (the 64 state
         // registers are live); consecutive items of the CTA share h, so it stays in L1.
-        const uint4* fb = reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
+        const uint4* fb = kHoldWeights ? nullptr
+                                       : reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
         for (int t = 0; t < q; ++t) {
           const uint16_t* fa = sfa + t * K + part * kGateChunk;
-          float z = gate_dot<kGateNV>(fb, [fa](int j) { return bf16_to_f32(fa[j]); }, 0);
+          float z;
+          if constexpr (kHoldWeights) z = gate_dot<kGateNV>(hw.fb, [fa](int j) { return bf16_to_f32(fa[j]); }, 0);
+          else z = gate_dot<kGateNV>(fb, [fa](int j) { return bf16_to_f32(fa[j]); }, 0);
           z = group_sum<kGateTpr>(z);
           if (part == 0) s_g[t * K + i] = activate_gate(z + dtb, a, p.has_lower_bound != 0, p.lower_bound);
         }
@@ -207,7 +277,7 @@ struct StreamKernel {
         S[i] = IO::stored(S[i]);
       }
     }
-    __syncthreads();
+    sync();
     if (mode == StepMode::kFused && tid == 0 && arrive_last(p.arrivals, r.row, H)) p.pending[r.row * p.pending_stride] = 0;
     if (records) {
       float* kg = p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
@@ -242,21 +312,22 @@ struct StreamKernel {
       StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + row0 * K + lane * 4;
       store_tile<StateT, RPW>(dst, S);
     }
-    __syncthreads();
+    sync();
     for (int t = warp; t < q; t += NW) {
       float sum = 0.f;
       for (int j = lane; j < K; j += 32) sum = fmaf(s_o[t * K + j], s_o[t * K + j], sum);
       sum = warp_sum(sum);
       if (lane == 0) s_red[t] = sum;
     }
-    __syncthreads();
+    sync();
     for (int i = tid; i < q * K; i += NT) {
       const int t = i / K, v = i % K;
       const float rn = 1.0f / sqrtf(s_red[t] / float(K) + p.eps);
       const float gate = sigmoidf_(bf16_to_f32(sog[i]));
-      p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * gate);
+      const float nw = kHoldWeights ? hw.nw : p.norm_w[v];  // v = tid % K: NT is a multiple of K
+      p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * nw * gate);
     }
-    __syncthreads();  // scratch is reused by the next item
+    sync();  // scratch is reused by the next item
   }
 };
 
@@ -265,9 +336,11 @@ __global__ void __launch_bounds__(cuda_config::kStreamThreads, 2) kda_stream_ker
   using KS = StreamKernel<StateT>;
   extern __shared__ float4 smem4[];
   const int state_bytes = sizeof(StateT);
+  const cuda_config::StreamSmem L{p.q, p.window, p.conv_f32 ? 4 : 2, state_bytes, p.mode == int(StepMode::kFused)};
   KS ks{p,
-        cuda_config::StreamSmem{p.q, p.window, p.conv_f32 ? 4 : 2, state_bytes, p.mode == int(StepMode::kFused)},
+        L,
         reinterpret_cast<char*>(smem4),
+        reinterpret_cast<float*>(reinterpret_cast<char*>(smem4) + L.scratch()),
         int(threadIdx.x),
         int(threadIdx.x & 31),
         int(threadIdx.x >> 5)};
@@ -304,28 +377,17 @@ __global__ void __launch_bounds__(cuda_config::kStreamThreads, 2) kda_stream_ker
   float beta_cur = beta_of(i0), beta_next = beta_of(i0 + 1);
   ks.issue(i0, plans[0], 0, pipe);
   float4 S[KS::RPW];
+  const typename KS::HeadWeights no_weights{};  // Stream reads the weights per item
   for (int64_t it = i0; it < i1; ++it) {
     const int s = int((it - i0) & 1);
     const RequestPlan& cur = plans[(it - i0) % 3];
     pipe.consumer_wait();
     __syncthreads();
-    if (cur.kind == RequestKind::kRun) {
-      const StateT* st = reinterpret_cast<const StateT*>(ks.smem) + (ks.warp * KS::RPW) * kHeadDim + ks.lane * 4;
-#pragma unroll
-      for (int i = 0; i < KS::RPW; ++i) {
-        if constexpr (sizeof(StateT) == 4) {
-          S[i] = *reinterpret_cast<const float4*>(st + i * kHeadDim);
-        } else {
-          const uint2 u = *reinterpret_cast<const uint2*>(st + i * kHeadDim);
-          S[i] = make_float4(bits_float(u.x << 16), bits_float(u.x & 0xffff0000u), bits_float(u.y << 16),
-                             bits_float(u.y & 0xffff0000u));
-        }
-      }
-    }
+    if (cur.kind == RequestKind::kRun) ks.load_state(S, ks.smem);
     __syncthreads();
     pipe.consumer_release();
     if (it + 1 < i1) ks.issue(it + 1, plans[(it + 1 - i0) % 3], s ^ 1, pipe);
-    ks.compute(it, cur, s, S, beta_cur);  // ends with a barrier: plans[(it+2)%3] is free
+    ks.compute(it, cur, ks.stage(s), S, beta_cur, no_weights);  // ends with a barrier: plans[(it+2)%3] is free
     if (ks.tid == 0) resolve_into(it + 2);
     beta_cur = beta_next;
     beta_next = beta_of(it + 2);

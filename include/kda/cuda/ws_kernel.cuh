@@ -1,0 +1,190 @@
+// kda/cuda/ws_kernel.cuh — the WS variant: warp-specialised persistent CTAs, one per SM.
+//
+// One producer warp and kWsConsumers compute threads (8 warps: 16 V rows per warp). Each
+// CTA owns a contiguous range of items in head-major order (item = h·B + b: consecutive
+// items share F_B[h], read through L1 by the gate). The producer walks the range ahead of
+// the consumers through a ring of shared-memory stages:
+//
+//   producer, item j → stage s = j mod NS:
+//     wait empty[s] (the consumers are done with item j − NS) → resolve the request (slot
+//     ids, accepted, pending: the index round trip is off the consumers' path) → plan, beta
+//     logits and per-token slot ids into the stage (plain stores) → arrive on full[s] with
+//     the byte count → bulk copies (TMA, cp.async.bulk) of the state tile, the head's conv
+//     window, the x / f_a / out-gate rows and (fused) the pending records, completing on
+//     full[s].
+//   consumers, item j:
+//     wait full[s] → state rows into registers → the Stream body (StreamKernel::compute:
+//     conv, norms, gate, fold, delta rule, gated RMSNorm, stores straight to global memory)
+//     → thread 0 arrives on empty[s].
+//
+// NOTES: why: a non-persistent CTA waits on three dependent memory round trips (index →
+// state/window → compute) with only two items per SM (the state tile lives in registers);
+// under full load each round trip costs microseconds. Here the loads of up to NS − 1 items
+// are in flight while one computes, and the consumers never wait on an index load.
+// benchmarks/ladder/state_move.cu measures the data movement alone (TMA ring ≈ 92–94 % of
+// the copy ceiling, in-register tiles ≈ 95 %).
+//
+// Barriers: full[s] (count 1: the producer's arrive.expect_tx; the phase ends when the
+// copies have landed), empty[s] (count 1: consumer thread 0 after the consumers' named
+// barrier 1 that ends the item). Consumers synchronise on named barrier 1 (kWsConsumers
+// threads), never on __syncthreads, so the producer runs free.
+// Needs stream_layout() (16-byte aligned strides), like Stream; prepared.cpp falls back to
+// Wide for unaligned inputs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cuda/ptx>
+
+#include "kda/cuda/stream_kernel.cuh"
+
+namespace kda::cuda {
+
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+/// One bulk copy (TMA) of `bytes` (multiple of 16, both ends 16-byte aligned) from global
+/// memory into this CTA's shared memory, completing on `bar`.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst, src, bytes, bar);
+}
+
+// NOTES: registers. A consumer holds 16 state rows (64 registers) and its head's weights
+// (~42: F_B slice, conv taps of two channels); 256 + 32 threads may use 168 each. (512
+// consumers + 1 warp are allocated as 20 warps, 96 registers each, and spilled; ptxas did not
+// allocate past setmaxnreg.inc either.)
+
+static_assert(sizeof(RequestPlan) <= cuda_config::WsSmem::kPlanBytes, "a stage's plan slot must hold a RequestPlan");
+
+template <class StateT>
+__global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(const __grid_constant__ StepParams p) {
+  namespace ptx = ::cuda::ptx;
+  constexpr int NC = cuda_config::kWsConsumers, K = kHeadDim;
+  using KS = StreamKernel<StateT, NC, /*named barrier*/ 1>;
+
+  // ---- shared memory: the ring, then the consumers' scratch ---------------------------------
+  extern __shared__ float4 smem4[];
+  __shared__ uint64_t full[cuda_config::kWsMaxStages], empty[cuda_config::kWsMaxStages];
+  char* smem = reinterpret_cast<char*>(smem4);
+  const cuda_config::WsSmem L{{p.q, p.window, p.conv_f32 ? 4 : 2, int(sizeof(StateT)), p.mode == int(StepMode::kFused)}};
+  const int NS = p.ring_stages;
+  auto stage = [&](int s) { return smem + int64_t(s) * L.stage_size(); };
+
+  // ---- the CTA's items --------------------------------------------------------------------
+  const int64_t items = int64_t(p.B) * p.H;
+  const int64_t i0 = int64_t(blockIdx.x) * p.items_per_cta;
+  const int64_t i1 = i0 + p.items_per_cta < items ? i0 + p.items_per_cta : items;
+
+  // ---- barriers -----------------------------------------------------------------------------
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < NS; ++s) {
+      ptx::mbarrier_init(&full[s], 1);
+      ptx::mbarrier_init(&empty[s], 1);
+    }
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  // ---- PDL wait: everything below reads the previous step's outputs ------------------------
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  if (i0 >= i1) return;
+
+  const int tid = threadIdx.x;
+  if (tid >= NC) {
+    // ================================ producer warp ========================================
+    const int lane = tid - NC;
+    const int q = p.q, D = p.H * K, ces = p.conv_f32 ? 4 : 2;
+    const bool fused = p.mode == int(StepMode::kFused);
+    for (int64_t it = i0; it < i1; ++it) {
+      const int j = int(it - i0), s = j % NS;
+      if (j >= NS) mbar_wait(&empty[s], ((j / NS) & 1) ^ 1);
+      const int b = int(it % p.B), h = int(it / p.B);
+      const int64_t row_base = int64_t(b) * q;
+      char* st = stage(s);
+      char* ops = st + L.ops_off();
+      const RequestPlan r = resolve_request(p, b);  // every lane: the same loads, broadcast
+      const bool run = r.kind == RequestKind::kRun;
+      const bool recs = run && fused && r.pending > 0;
+      if (lane == 0) *reinterpret_cast<RequestPlan*>(st + L.plan_off()) = r;
+      if (run && lane < q) {
+        reinterpret_cast<float*>(st + L.beta_off())[lane] = ld_bf16(p.beta + (row_base + lane) * p.beta_row + h);
+        if (p.mode == int(StepMode::kPerToken))
+          reinterpret_cast<int32_t*>(ops + L.ops.slots_off())[lane] =
+              int32_t(p.slots[int64_t(b) * p.slots_stride0 + int64_t(lane) * p.slots_stride1]);
+      }
+      const uint32_t bytes =
+          run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces + int64_t(q) * 5 * K * 2 +
+                         (recs ? int64_t(r.pending) * 3 * K * 4 : 0))
+              : 0u;
+      __syncwarp();  // the plain stores above are ordered before lane 0's release
+      if (lane == 0) ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], bytes);
+      __syncwarp();  // expect_tx before any complete_tx
+      if (!run) continue;
+      // state tile: 16 KiB pieces
+      const char* src_state = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h));
+      const int pieces = int(L.state_size() / 16384);
+      for (int c = lane; c < pieces; c += 32) bulk_g2s(st + c * 16384, src_state + c * 16384, 16384u, &full[s]);
+      // the head's window, as stored (DS: one run per section; SD: one per column and section)
+      const char* conv = static_cast<const char*>(p.conv);
+      char* win = ops + L.ops.win_off();
+      if (p.conv_dim_first) {
+        for (int c = lane; c < 3; c += 32)
+          bulk_g2s(win + int64_t(c) * K * p.window * ces, conv + conv_offset(p, r.win_in, int64_t(c) * D + h * K, 0) * ces,
+                   uint32_t(K * p.window * ces), &full[s]);
+      } else {
+        for (int c = lane; c < 3 * p.window; c += 32) {
+          const int col = c / 3, sec = c % 3;
+          bulk_g2s(win + (int64_t(col) * 3 * K + sec * K) * ces, conv + conv_offset(p, r.win_in, int64_t(sec) * D + h * K, col) * ces,
+                   uint32_t(K * ces), &full[s]);
+        }
+      }
+      // per token: x rows of the q | k | v sections, f_a (or the raw gate), out gate
+      const int64_t gcol = p.gate_mode == int(GateMode::kPrecomputed) ? int64_t(h) * K : 0;
+      for (int c = lane; c < 5 * q; c += 32) {
+        const int t = c / 5, k = c % 5;
+        const int64_t row = row_base + t;
+        if (k < 3)
+          bulk_g2s(ops + L.ops.x_off() + (int64_t(t) * 3 * K + k * K) * 2, p.qkv + row * p.qkv_row + int64_t(k) * D + h * K,
+                   uint32_t(K * 2), &full[s]);
+        else if (k == 3)
+          bulk_g2s(ops + L.ops.fa_off() + int64_t(t) * K * 2, p.gate_in + row * p.gate_in_row + gcol, uint32_t(K * 2), &full[s]);
+        else
+          bulk_g2s(ops + L.ops.og_off() + int64_t(t) * K * 2, p.out_gate + row * p.out_gate_row + int64_t(h) * K,
+                   uint32_t(K * 2), &full[s]);
+      }
+      // fused: the pending records (u rows, then k|g rows)
+      if (recs) {
+        if (lane == 0)
+          bulk_g2s(ops + L.ops.rec_off(), p.correction + int64_t(r.row) * p.correction_row + int64_t(h) * p.Qr * K,
+                   uint32_t(r.pending * K * 4), &full[s]);
+        if (lane == 1)
+          bulk_g2s(ops + L.ops.rec_off() + L.ops.rec_cap() * K * 4,
+                   p.key_gate + int64_t(r.row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K, uint32_t(r.pending * 2 * K * 4),
+                   &full[s]);
+      }
+    }
+    return;
+  }
+
+  // ================================== consumers ===============================================
+  KS ks{p, L.ops, smem, reinterpret_cast<float*>(smem + int64_t(NS) * L.stage_size()), tid, tid & 31, tid >> 5};
+  float4 S[KS::RPW];
+  typename KS::HeadWeights hw;  // this thread's weights of the current head, in registers
+  for (int64_t it = i0; it < i1; ++it) {
+    const int j = int(it - i0), s = j % NS;
+    if (const int h = int(it / p.B); h != hw.h) ks.load_weights(hw, h);  // once per head: items are head-major
+    mbar_wait(&full[s], (j / NS) & 1);
+    const char* st = stage(s);
+    const RequestPlan r = *reinterpret_cast<const RequestPlan*>(st + L.plan_off());
+    if (r.kind == RequestKind::kRun) ks.load_state(S, st);
+    const float beta_raw = tid < p.q ? reinterpret_cast<const float*>(st + L.beta_off())[tid] : 0.f;
+    ks.compute(it, r, st + L.ops_off(), S, beta_raw, hw);  // a run item ends with named barrier 1
+    if (r.kind != RequestKind::kRun) ks.sync();         // every consumer has read the plan
+    if (tid == 0) ptx::mbarrier_arrive(&empty[s]);
+  }
+}
+
+}  // namespace kda::cuda
