@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 
@@ -11,6 +12,7 @@
 #include "kda/cuda/config.h"
 #include "kda/heuristics.h"
 #include "kda/plan.h"
+#include "kda/request.h"
 
 namespace kt {
 namespace {
@@ -264,6 +266,44 @@ TEST(Plan, WsPlansARingThatFits) {
   l.window = 6;
   EXPECT_GE(kda::plan_step({StepMode::kDecode, 64, 1}, pol(Variant::kWS), l, d).ring_stages, 3);
   EXPECT_GE(kda::plan_step({StepMode::kRecord, 64, 4}, pol(Variant::kWS), l, d).ring_stages, 2);
+}
+
+TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
+  // Regression (session 8): a WS stage kept 32 bytes for the 36-byte RequestPlan and the
+  // beta logits stored after it overwrote `pending` (fused steps only). Every region of a
+  // stage must hold what is copied or stored into it, in order, 16-byte aligned (bulk-copy
+  // destinations), for every q, window, element size and mode.
+  using kda::cuda_config::StreamSmem;
+  using kda::cuda_config::WsSmem;
+  constexpr int64_t K = kda::kHeadDim;
+  for (int q = 1; q <= kda::kMaxQ; ++q)
+    for (int window = q + 2; window <= q + 5; ++window)
+      for (int cb : {2, 4})
+        for (int sb : {2, 4})
+          for (int fused : {0, 1}) {
+            const StreamSmem o{q, window, cb, sb, fused};
+            const std::string what = "q " + std::to_string(q) + " window " + std::to_string(window) + " conv " +
+                                     std::to_string(cb) + " state " + std::to_string(sb) + " fused " + std::to_string(fused);
+            // operand stage: window | x | f_a | out gate | per-token slots | records
+            EXPECT_LE(3 * K * window * cb, o.x_off()) << what;
+            EXPECT_LE(o.x_off() + int64_t(q) * 3 * K * 2, o.fa_off()) << what;
+            EXPECT_LE(o.fa_off() + int64_t(q) * K * 2, o.og_off()) << what;
+            EXPECT_LE(o.og_off() + int64_t(q) * K * 2, o.slots_off()) << what;
+            EXPECT_LE(o.slots_off() + kda::kMaxQ * 4, o.rec_off()) << what;
+            if (fused) EXPECT_LE(o.rec_off() + o.rec_cap() * 3 * K * 4, o.stage_size()) << what;
+            EXPECT_GE(o.rec_cap(), std::max<int64_t>(q, window - 2)) << what;  // pending <= window - W + 2
+            for (int64_t off : {o.win_off(), o.x_off(), o.fa_off(), o.og_off(), o.slots_off(), o.rec_off()})
+              EXPECT_EQ(off % 16, 0) << what;
+            // WS ring stage: state | operands | plan | beta[16]
+            const WsSmem w{o};
+            EXPECT_EQ(w.state_size(), K * K * sb);
+            EXPECT_EQ(w.ops_off(), w.state_size());
+            EXPECT_LE(w.ops_off() + o.stage_size(), w.plan_off()) << what;
+            EXPECT_LE(w.plan_off() + int64_t(sizeof(kda::RequestPlan)), w.beta_off()) << what;
+            EXPECT_LE(w.beta_off() + kda::kMaxQ * 4, w.stage_size()) << what;
+            EXPECT_EQ(w.stage_size() % 128, 0) << what;
+            for (int64_t off : {w.ops_off(), w.plan_off(), w.beta_off()}) EXPECT_EQ(off % 16, 0) << what;
+          }
 }
 
 TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
