@@ -20,59 +20,47 @@ cudaError_t set_max_dynamic_smem(Kernel kernel, int64_t optin) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin - int64_t(fa.sharedSizeBytes)));
 }
 
-template <int SPLIT, class StateT>
-cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  using T = StepTraits<SPLIT, StateT>;
+/// Launches `kernel(p)` on `ctas` CTAs of `threads` with programmatic dependent launch and,
+/// when `cluster` > 1, thread-block clusters of that size.
+/// NOTES: programmatic dependent launch: every step kernel reads only weights before
+/// cudaGridDependencySynchronize(), so it may start while the previous step drains.
+template <class Kernel>
+cudaError_t launch_pdl(Kernel kernel, const StepParams& p, int64_t ctas, int threads, int64_t smem,
+                       cudaStream_t stream, int cluster = 1) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(ctas), 1, 1);
-  cfg.blockDim = dim3(T::kThreads, 1, 1);
+  cfg.blockDim = dim3(unsigned(threads), 1, 1);
   cfg.dynamicSmemBytes = size_t(smem);
   cfg.stream = stream;
-  // NOTES: programmatic dependent launch: the kernel reads only weights before
-  // cudaGridDependencySynchronize(), so it may start while the previous step drains.
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if constexpr (SPLIT > 1) {
+  if (cluster > 1) {
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = SPLIT;
+    attr[1].val.clusterDim.x = unsigned(cluster);
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
-  return cudaLaunchKernelEx(&cfg, kda_step_kernel<T>, p);
+  return cudaLaunchKernelEx(&cfg, kernel, p);
+}
+
+template <int SPLIT, class StateT>
+cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
+  using T = StepTraits<SPLIT, StateT>;
+  return launch_pdl(kda_step_kernel<T>, p, ctas, T::kThreads, smem, stream, SPLIT);
 }
 
 template <class StateT>
 cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(ctas), 1, 1);
-  cfg.blockDim = dim3(cuda_config::kStreamThreads, 1, 1);
-  cfg.dynamicSmemBytes = size_t(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kda_stream_kernel<StateT>, p);
+  return launch_pdl(kda_stream_kernel<StateT>, p, ctas, cuda_config::kStreamThreads, smem, stream);
 }
 
 template <class StateT>
 cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(ctas), 1, 1);
-  cfg.blockDim = dim3(cuda_config::kWsThreads, 1, 1);
-  cfg.dynamicSmemBytes = size_t(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kda_ws_kernel<StateT>, p);
+  return launch_pdl(kda_ws_kernel<StateT>, p, ctas, cuda_config::kWsThreads, smem, stream);
 }
 
 template <class StateT>
