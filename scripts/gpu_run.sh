@@ -12,12 +12,14 @@
 #   pytest     pip-installs the package (CUDA build) and runs tests/python (GPU tests included)
 #   golden     python -m kda_decode.golden --device cuda on every tests/golden case
 #   sanitizer  compute-sanitizer memcheck/racecheck/synccheck/initcheck on a small GPU filter
+#              and on SanitizerMatrix.* (every variant × step kind); SANITIZER_SETS="filter matrix"
 #   bench      benchmarks/kda_bench decode table (BENCHMARKS.md protocol) + verify rows
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex)
 # Environment: BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
+# FUZZ_DEADLINE (s since start) ends the fuzz stage in time;
 # PYTEST_K selects Python tests (pytest -k).
 #
 # The device machine has no GoogleTest and no network. Before the call, on this machine:
@@ -105,13 +107,26 @@ if has bench; then
 fi
 
 if has sanitizer; then
+  # SANITIZER_SETS: "filter" (CUDA-vs-CPU tests, SANITIZER_FILTER) and/or "matrix"
+  # (SanitizerMatrix.*: every variant × step kind on small shapes); default both
   bin="$BUILD/tests/cpp/kda_cuda_tests"
   filt=${SANITIZER_FILTER:-'CudaVsCpu.SixteenTokensAndSmallShapes:CudaVsCpu.CommitAndFusedBitwise:CudaVsCpu.ErrorFlagsOnDevice:CudaVsCpu.FusedEqualsFlushThenFusedZero'}
+  sets=" ${SANITIZER_SETS:-filter matrix} "
   for tool in memcheck racecheck synccheck initcheck; do
-    t=$SECONDS
-    compute-sanitizer --tool $tool --error-exitcode 9 "$bin" --gtest_filter="$filt" --gtest_brief=1 >"$OUT/sanitizer-$tool.log" 2>&1
-    rc=$?
-    note "sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1) ($((SECONDS - t)) s)"
+    if [[ $sets == *" filter "* ]]; then
+      t=$SECONDS
+      compute-sanitizer --tool $tool --error-exitcode 9 "$bin" --gtest_filter="$filt" --gtest_brief=1 >"$OUT/sanitizer-$tool.log" 2>&1
+      rc=$?
+      note "sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1) ($((SECONDS - t)) s)"
+    fi
+    if [[ $sets == *" matrix "* ]]; then
+      t=$SECONDS
+      compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/cpp/kda_tests" --gtest_filter='SanitizerMatrix.*' \
+        --gtest_brief=1 >"$OUT/sanitizer-matrix-$tool.log" 2>&1
+      rc=$?
+      [[ $rc -ne 0 ]] && grep -E "Failure|FAILED|Invalid|Race|ERROR" "$OUT/sanitizer-matrix-$tool.log" | head -12
+      note "sanitizer matrix $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-matrix-$tool.log" | tail -1) $(grep -o '\[sanitizer-matrix\] [0-9]* cases on the [A-Z]*' "$OUT/sanitizer-matrix-$tool.log" | head -1) ($((SECONDS - t)) s)"
+    fi
   done
 fi
 
@@ -143,15 +158,24 @@ fi
 #             chunks with distinct seeds, 1 in 25 also against float64; one summary line
 #   regress   the named regression tests (test_regressions.py) and the CUDA-only validation rows
 #             (test_validation_table.py) on the GPU, with the [drift] lines of the long runs
-#   sanitizer (extended) compute-sanitizer over SanitizerMatrix.* (every variant × step kind)
 if has fuzz; then
   t=$SECONDS
   FUZZ_CONFIGS=${FUZZ_CONFIGS:-10000}; FUZZ_CHUNKS=${FUZZ_CHUNKS:-4}; FUZZ_DEVICE=${FUZZ_DEVICE:-cuda}
   FUZZ_SEED0=${FUZZ_SEED0:-20261201}  # chunk c uses seed FUZZ_SEED0 + c (another call: another FUZZ_SEED0)
   per=$(( (FUZZ_CONFIGS + FUZZ_CHUNKS - 1) / FUZZ_CHUNKS ))
+  # FUZZ_DEADLINE (seconds since the script started): a chunk stops in time for it
+  fuzz_seconds() {
+    local s=${FUZZ_CHUNK_SECONDS:-$((560 / FUZZ_CHUNKS))}
+    if [[ -n ${FUZZ_DEADLINE:-} ]]; then
+      local left=$((FUZZ_DEADLINE - (SECONDS - t0) - 10))
+      (( left < s )) && s=$left
+      (( s < 5 )) && s=5
+    fi
+    echo "$s"
+  }
   for ((c = 0; c < FUZZ_CHUNKS; c++)); do
     python3 tests/python/fuzz.py --device "$FUZZ_DEVICE" --configs "$per" --seed $((FUZZ_SEED0 + c)) \
-      --sample-f64 $((per / 25)) --max-seconds "${FUZZ_CHUNK_SECONDS:-$((560 / FUZZ_CHUNKS))}" >"$OUT/fuzz-$c.log" 2>&1
+      --sample-f64 $((per / 25)) --max-seconds "$(fuzz_seconds)" >"$OUT/fuzz-$c.log" 2>&1
     grep -E "^MISMATCH|^  replay:" "$OUT/fuzz-$c.log" | head -8
     tail -1 "$OUT/fuzz-$c.log"
   done
@@ -169,15 +193,6 @@ if has regress; then
   note "regressions + validation rows (cuda): rc=$rc $(tail -1 "$OUT/regress.log") ($((SECONDS - t)) s)"
 fi
 
-if has sanitizer; then
-  for tool in memcheck racecheck synccheck initcheck; do
-    t=$SECONDS
-    compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/cpp/kda_tests" --gtest_filter='SanitizerMatrix.*' \
-      --gtest_brief=1 >"$OUT/sanitizer-matrix-$tool.log" 2>&1
-    rc=$?
-    note "sanitizer matrix $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-matrix-$tool.log" | tail -1) $(grep -o '\[sanitizer-matrix\] [0-9]* cases on the [A-Z]*' "$OUT/sanitizer-matrix-$tool.log" | head -1) ($((SECONDS - t)) s)"
-  done
-fi
 
 echo
 echo "================ summary ($((SECONDS - t0)) s) ================"

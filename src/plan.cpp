@@ -76,7 +76,7 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     case Variant::kAuto:
       v = heuristics::auto_variant(items, key.mode);
       if (v == Variant::kStream && !stream_fits) v = Variant::kWide;
-      if (v == Variant::kWS && (!ws_fits || key.mode == StepMode::kFused)) v = Variant::kWide;
+      if (v == Variant::kWS && !ws_fits) v = Variant::kWide;
       if (v == Variant::kSplit) {
         if (!dev.clusters) v = Variant::kWide;
         else split = std::max(2, choose_split(items, dev.sms));
@@ -98,15 +98,6 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
              std::to_string(dev.smem_optin));
       break;
     case Variant::kWS:
-      // NOTES: fused steps under WS read shared memory out of bounds on the H200 (compute-
-      // sanitizer, the records fold). Cause, found after the GPU time was spent: a stage's
-      // plan slot was 32 bytes for a 36-byte RequestPlan, so beta[0] overwrote `pending`
-      // (config.h WsSmem::kPlanBytes, now 64). Until a GPU run confirms the fix, a fused step
-      // forced to 'ws' runs Wide (docs/VALIDATION.md §8).
-      if (key.mode == StepMode::kFused) {
-        v = Variant::kWide;
-        break;
-      }
       if (!layer.stream_ok)
         fail("variant 'ws' needs 16-byte aligned operands (stream_layout): conv slot stride, SD column stride, "
              "dense DS windows, state slot stride, records rows");

@@ -10,24 +10,28 @@ namespace kda::heuristics {
 
 /// The automatic variant on CUDA: the last rule of the step's table whose `min_items`
 /// (B·H) is reached. Sweeps on one H200 (benchmarks/kda_bench; data in docs/data/; tables
-/// in docs/PERFORMANCE.md):
+/// in docs/PERFORMANCE.md; `python3 benchmarks/policy_eval.py` scores a table against them):
 ///   2026-11-30, run 4 (sweep_*_run4.csv): among Split, Wide and Stream, Wide was fastest or
-///     within 1% at all 29 points (decode H ∈ {3, 12, 32, 96} × B ∈ {1, 4, 16, 64, 256};
-///     q = 4 per_token / record / fused, H = 32, B ∈ {1, 8, 64}); Split 4–85% slower,
-///     Stream 0.2% faster…40% slower.
-///   2026-11-30, session 8 (sweep_ws_*_s8.csv, H ∈ {32, 96}): WS (warp-specialised TMA
-///     ring) against Wide — decode: +15% / +6% at 256 / 768 items, −1.6% at 1024, −2% at
-///     1536, −7…−12% from 2048; per_token q = 4: −11…−17% from 512 items; record q = 4:
-///     −2…−8% from 512 items.
-/// The planner falls back to Wide where WS cannot run (unaligned operands, fused steps,
-/// two ring stages not fitting).
+///     within 1% at all 29 points; Split 4–85% slower, Stream 0.2% faster…40% slower.
+///   2026-11-30, session 9 (sweep_s9_*.csv: decode H ∈ {3, 12, 32, 96} × B ∈ {1 … 512},
+///     q = 4 per_token / record / fused, H ∈ {32, 96} × B ∈ {1 … 256}), WS (batched request
+///     resolution, per-warp stage release) against Wide —
+///     decode: Wide up to 32 items (WS 5–14% slower: its prologue), WS at 48–128 items (one
+///       item per persistent CTA: 8–12% faster), Wide at 192–256 (WS runs two items in a
+///       row on some CTAs while Wide overlaps them: WS 5–7% slower), WS from 384 (10–28%
+///       faster, 28% at B = 512);
+///     per_token / record / fused: WS from 32 items (the smallest measured) except record and
+///       fused at 256 items (Wide 3% faster).
+/// The planner falls back to Wide where WS cannot run (unaligned operands, two ring stages
+/// not fitting).
 struct AutoRule {
   int64_t min_items;
   Variant variant;
 };
-inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kWide}, {1024, Variant::kWS}};
-inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWide}, {512, Variant::kWS}};  // per_token, record
-inline constexpr AutoRule kFusedRules[] = {{0, Variant::kWide}};
+inline constexpr AutoRule kDecodeRules[] = {
+    {0, Variant::kWide}, {48, Variant::kWS}, {133, Variant::kWide}, {384, Variant::kWS}};
+inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWide}, {32, Variant::kWS}};  // per_token, record
+inline constexpr AutoRule kFusedRules[] = {{0, Variant::kWide}, {32, Variant::kWS}};
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).

@@ -384,9 +384,9 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
       c.H = 2;
       c.B = 3;
       c.q = 16;
-      if (v == Variant::kWS && m != StepMode::kFused) {
+      if (v == Variant::kWS) {
         // two WS ring stages of q = 16 do not fit into shared memory: refused when planned,
-        // with a message (fused steps forced to 'ws' run Wide: plan.cpp)
+        // with a message
         try {
           run_case(c, seed++);
           ADD_FAILURE() << "'ws' at q = 16 was not refused";

@@ -228,10 +228,6 @@ TEST(Plan, WsPlansARingThatFits) {
           l.conv_bytes = 2;
           l.state_bf16 = bf16;
           const StepKey key{m, int(B), q};
-          if (m == StepMode::kFused) {  // not yet: fused steps forced to 'ws' run Wide (plan.cpp)
-            EXPECT_EQ(kda::plan_step(key, pol(Variant::kWS), l, d).variant, Variant::kWide) << key.describe();
-            continue;
-          }
           const kda::cuda_config::WsSmem ws{{q, l.window, 2, bf16 ? 2 : 4, m == StepMode::kFused}};
           const int stages = ws.stages_for(d.smem_optin - 1024);
           if (stages < 2) {
@@ -251,7 +247,6 @@ TEST(Plan, WsPlansARingThatFits) {
           EXPECT_LT((p.ctas - 1) * p.items_per_cta, items) << "an idle persistent CTA, " << key.describe();
         }
       }
-      if (m == StepMode::kFused) continue;
       LayerShape bad = shape(4);
       bad.window = 2 + q;
       const StepKey key{m, 8, q};
@@ -307,26 +302,38 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 }
 
 TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
-  // session-8 sweep (kda/heuristics.h): WS from 1024 items for decode, 512 for per_token /
-  // record, never for fused; Wide below, and Wide wherever the layout forbids bulk copies.
+  // session-9 sweep (kda/heuristics.h): decode Wide < 48 items, WS 48–132 (one item per
+  // persistent CTA), Wide 133–383, WS from 384; per_token / record / fused WS from 32 items;
+  // Wide wherever the layout forbids bulk copies or two ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
   l.window = 6;
   auto pick = [&](StepMode m, int B, int q) { return kda::plan_step({m, B, q}, pol(), l, d).variant; };
-  EXPECT_EQ(pick(StepMode::kDecode, 16, 1), Variant::kWide);   // 512 items
-  EXPECT_EQ(pick(StepMode::kDecode, 32, 1), Variant::kWS);     // 1024
+  EXPECT_EQ(pick(StepMode::kDecode, 1, 1), Variant::kWide);    // 32 items
+  EXPECT_EQ(pick(StepMode::kDecode, 2, 1), Variant::kWS);      // 64
+  EXPECT_EQ(pick(StepMode::kDecode, 4, 1), Variant::kWS);      // 128
+  EXPECT_EQ(pick(StepMode::kDecode, 8, 1), Variant::kWide);    // 256
+  EXPECT_EQ(pick(StepMode::kDecode, 11, 1), Variant::kWide);   // 352
+  EXPECT_EQ(pick(StepMode::kDecode, 12, 1), Variant::kWS);     // 384
   EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWS);
-  EXPECT_EQ(pick(StepMode::kPerToken, 8, 4), Variant::kWide);  // 256
-  EXPECT_EQ(pick(StepMode::kPerToken, 16, 4), Variant::kWS);   // 512
+  EXPECT_EQ(pick(StepMode::kPerToken, 1, 4), Variant::kWS);    // 32
   EXPECT_EQ(pick(StepMode::kRecord, 64, 4), Variant::kWS);
-  EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWide);
+  EXPECT_EQ(pick(StepMode::kFused, 8, 4), Variant::kWS);
+  EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWS);
   l.stream_ok = false;
   EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWide);
-  // q = 16: two WS stages do not fit; auto takes Wide instead of failing
+  EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWide);
+  // q = 16: two WS ring stages do not fit; auto takes Wide instead of failing
   l.stream_ok = true;
   l.window = 18;
   EXPECT_EQ(pick(StepMode::kPerToken, 64, 16), Variant::kWide);
+  EXPECT_EQ(pick(StepMode::kFused, 64, 16), Variant::kWide);
+  // H = 1, B = 1: one item, below every threshold
+  LayerShape one = shape(1);
+  one.stream_ok = true;
+  one.window = 6;
+  EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 1, 4}, pol(), one, d).variant, Variant::kWide);
 }
 
 TEST(Plan, ForcedVariantsHonoured) {

@@ -73,8 +73,17 @@ struct StreamSmem {
 /// and one producer warp. Shared memory: a ring of `stages` stages, each
 ///   state [128][128] as stored | operands (StreamSmem's stage layout) | plan (64 B) | beta[16]
 /// filled by bulk copies (TMA) that complete on the stage's mbarrier, then the consumers'
-/// scratch (StreamSmem::scratch_floats). The ring takes as many stages as fit, up to 4.
-inline constexpr int kWsConsumers = 256;
+/// scratch (StreamSmem::scratch_floats), then the producer's table (the beta logits and
+/// per-token slot ids of the 32 requests it resolved last). The ring takes as many stages
+/// as fit, up to 4.
+#ifndef KDA_WS_CONSUMERS
+#define KDA_WS_CONSUMERS 256
+#endif
+/// Consumer threads (a power-of-two number of warps, 8 or 16: 16 or 8 V rows per warp).
+/// KDA_WS_CONSUMERS overrides it for experiments (the whole build must agree: host plan and
+/// kernel); see docs/PERFORMANCE.md for the measured choice.
+inline constexpr int kWsConsumers = KDA_WS_CONSUMERS;
+static_assert(kWsConsumers == 256 || kWsConsumers == 512, "WS consumers: 8 or 16 warps");
 inline constexpr int kWsThreads = kWsConsumers + 32;  // + the producer warp
 inline constexpr int kWsMaxStages = 4;
 struct WsSmem {
@@ -86,13 +95,18 @@ struct WsSmem {
   constexpr int64_t beta_off() const { return plan_off() + kPlanBytes; }
   constexpr int64_t stage_size() const { return (beta_off() + kMaxQ * 4 + 127) / 128 * 128; }
   constexpr int64_t scratch_bytes() const { return ops.scratch_floats() * 4; }
+  static constexpr int kBatch = 32;  ///< requests the producer resolves at once (one per lane)
+  /// beta f32 [32][16] | slot ids i32 [32][16] | plans [32] (64 B each, RequestPlan ≤ kPlanBytes)
+  static constexpr int64_t kTableBytes = int64_t(kBatch) * kMaxQ * 4 * 2 + int64_t(kBatch) * kPlanBytes;
   /// stages that fit into `smem_limit` bytes of dynamic shared memory (0 if fewer than 2)
   constexpr int stages_for(int64_t smem_limit) const {
-    int64_t n = (smem_limit - scratch_bytes()) / stage_size();
+    int64_t n = (smem_limit - scratch_bytes() - kTableBytes) / stage_size();
     if (n > kWsMaxStages) n = kWsMaxStages;
     return n >= 2 ? int(n) : 0;
   }
-  constexpr int64_t bytes(int stages) const { return stages * stage_size() + scratch_bytes(); }
+  /// offset of the producer table after `stages` stages and the scratch (16-byte aligned)
+  constexpr int64_t table_off(int stages) const { return round16(stages * stage_size() + scratch_bytes()); }
+  constexpr int64_t bytes(int stages) const { return table_off(stages) + kTableBytes; }
 };
 
 /// Commit kernel: rows of one (request, head) split over CTAs of 128 threads.

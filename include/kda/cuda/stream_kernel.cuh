@@ -53,16 +53,16 @@ struct StreamKernel {
   /// head (kHoldWeights: the WS kernel, whose ring leaves L1 little room). Without it
   /// (Stream) compute() reads them from global memory (L1) per item.
   static constexpr bool kHoldWeights = BAR_ != 0;
+  /// compute() ends with a barrier (Stream) or not (WS, see the NOTES at its end).
+  static constexpr bool kEndBarrier = BAR_ == 0;
   static constexpr int kChan = (3 * kHeadDim + NT - 1) / NT;  ///< conv channels per thread
   struct HeadWeights {
-    int h = -1;
     float cw[kChan][4];
     float cb[kChan];
     float dtb = 0.f, a = 0.f, nw = 0.f;
     uint4 fb[kGateNV];
   };
   __device__ __forceinline__ void load_weights(HeadWeights& w, int h) const {
-    w.h = h;
     const int D = p.H * K;
 #pragma unroll
     for (int n = 0; n < kChan; ++n) {
@@ -181,7 +181,6 @@ struct StreamKernel {
     float* s_o = s_g + q * K;
     float* s_beta = s_o + q * K;
     float* s_inv = s_beta + kMaxQ;
-    float* s_red = s_inv + 2 * kMaxQ;
 
     if (r.kind != RequestKind::kRun) {
       for (int i = tid; i < q * K; i += NT) p.out[(row_base + i / K) * p.out_row + h * K + i % K] = 0;
@@ -251,10 +250,21 @@ struct StreamKernel {
         const uint4* fb = kHoldWeights ? nullptr
                                        : reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
         for (int t = 0; t < q; ++t) {
-          const uint16_t* fa = sfa + t * K + part * kGateChunk;
+          // NOTES: the thread's f_a chunk in 16-byte shared loads (8 instead of 64 2-byte
+          // loads per token); the same products in the same order as element-wise reads.
+          const uint4* fa4 = reinterpret_cast<const uint4*>(sfa + t * K + part * kGateChunk);
+          uint4 fav[kGateNV];
+#pragma unroll
+          for (int jj = 0; jj < kGateNV; ++jj) fav[jj] = fa4[jj];
+          const auto fa = [&fav](int j) {
+            const uint4 v = fav[j >> 3];
+            const int e = (j >> 1) & 3;
+            const uint32_t w = e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+            return bits_float((j & 1) ? (w & 0xffff0000u) : (w << 16));
+          };
           float z;
-          if constexpr (kHoldWeights) z = gate_dot<kGateNV>(hw.fb, [fa](int j) { return bf16_to_f32(fa[j]); }, 0);
-          else z = gate_dot<kGateNV>(fb, [fa](int j) { return bf16_to_f32(fa[j]); }, 0);
+          if constexpr (kHoldWeights) z = gate_dot<kGateNV>(hw.fb, fa, 0);
+          else z = gate_dot<kGateNV>(fb, fa, 0);
           z = group_sum<kGateTpr>(z);
           if (part == 0) s_g[t * K + i] = activate_gate(z + dtb, a, p.has_lower_bound != 0, p.lower_bound);
         }
@@ -313,21 +323,27 @@ struct StreamKernel {
       store_tile<StateT, RPW>(dst, S);
     }
     sync();
-    for (int t = warp; t < q; t += NW) {
+    // ---- gated RMSNorm -------------------------------------------------------------------------
+    // NOTES: a warp's threads share the token t of an output element (NT and 32 divide K), so
+    // each warp sums t's squares itself, in the order one warp per token used (lanes j, j+32,
+    // …, then the butterfly): the same bits without a barrier between the sums and the output.
+    static_assert(NT % K == 0 && K % 32 == 0, "a warp's output elements share one token");
+    for (int i = tid; i < q * K; i += NT) {
+      const int t = i / K, v = i % K;
       float sum = 0.f;
       for (int j = lane; j < K; j += 32) sum = fmaf(s_o[t * K + j], s_o[t * K + j], sum);
       sum = warp_sum(sum);
-      if (lane == 0) s_red[t] = sum;
-    }
-    sync();
-    for (int i = tid; i < q * K; i += NT) {
-      const int t = i / K, v = i % K;
-      const float rn = 1.0f / sqrtf(s_red[t] / float(K) + p.eps);
+      const float rn = 1.0f / sqrtf(sum / float(K) + p.eps);
       const float gate = sigmoidf_(bf16_to_f32(sog[i]));
       const float nw = kHoldWeights ? hw.nw : p.norm_w[v];  // v = tid % K: NT is a multiple of K
       p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * nw * gate);
     }
-    sync();  // scratch is reused by the next item
+    // NOTES: the scratch is reused by the next item. Stream ends with a barrier (its plan ring
+    // and operand stages are recycled by thread 0 right after). WS does not: after the barrier
+    // above, the output only reads s_o and the stage; the next item writes s_o only after two
+    // more barriers that every consumer must reach, and each warp releases the stage itself
+    // (ws_kernel.cuh: empty barriers count warps).
+    if constexpr (kEndBarrier) sync();
   }
 };
 

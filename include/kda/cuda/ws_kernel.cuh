@@ -6,16 +6,18 @@
 // the consumers through a ring of shared-memory stages:
 //
 //   producer, item j → stage s = j mod NS:
-//     wait empty[s] (the consumers are done with item j − NS) → resolve the request (slot
-//     ids, accepted, pending: the index round trip is off the consumers' path) → plan, beta
-//     logits and per-token slot ids into the stage (plain stores) → arrive on full[s] with
+//     (every 32 items: resolve the requests of the next 32 items, one per lane — slot ids,
+//     accepted, pending, beta logits, per-token slot ids in one round trip, off the
+//     consumers' path) → wait empty[s] (the consumers are done with item j − NS) → plan,
+//     beta logits and per-token slot ids into the stage (plain stores) → arrive on full[s] with
 //     the byte count → bulk copies (TMA, cp.async.bulk) of the state tile, the head's conv
 //     window, the x / f_a / out-gate rows and (fused) the pending records, completing on
 //     full[s].
 //   consumers, item j:
 //     wait full[s] → state rows into registers → the Stream body (StreamKernel::compute:
 //     conv, norms, gate, fold, delta rule, gated RMSNorm, stores straight to global memory)
-//     → thread 0 arrives on empty[s].
+//     → each warp arrives on empty[s] when it is done with the stage (no CTA-wide barrier
+//     at the end of an item: see the NOTES at the end of StreamKernel::compute).
 //
 // NOTES: why: a non-persistent CTA waits on three dependent memory round trips (index →
 // state/window → compute) with only two items per SM (the state tile lives in registers);
@@ -25,8 +27,8 @@
 // the copy ceiling, in-register tiles ≈ 95 %).
 //
 // Barriers: full[s] (count 1: the producer's arrive.expect_tx; the phase ends when the
-// copies have landed), empty[s] (count 1: consumer thread 0 after the consumers' named
-// barrier 1 that ends the item). Consumers synchronise on named barrier 1 (kWsConsumers
+// copies have landed), empty[s] (count NC / 32: lane 0 of every consumer warp once the warp
+// has finished reading the stage). Consumers synchronise on named barrier 1 (kWsConsumers
 // threads), never on __syncthreads, so the producer runs free.
 // Needs stream_layout() (16-byte aligned strides), like Stream; prepared.cpp falls back to
 // Wide for unaligned inputs.
@@ -81,7 +83,7 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
   if (threadIdx.x == 0) {
     for (int s = 0; s < NS; ++s) {
       ptx::mbarrier_init(&full[s], 1);
-      ptx::mbarrier_init(&empty[s], 1);
+      ptx::mbarrier_init(&empty[s], NC / 32);  // one arrival per consumer warp
     }
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
@@ -95,75 +97,129 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
   const int tid = threadIdx.x;
   if (tid >= NC) {
     // ================================ producer warp ========================================
+    // NOTES: the producer resolves the requests of 32 items at once, one item per lane, and
+    // loads their beta logits and per-token slot ids in the same round trip. Resolving one
+    // item at a time put two to three dependent index round trips (slot id → accepted /
+    // out slot → pending) and the beta load on every item's path, about 6 µs per item under
+    // full load (session 8: WS at 67% of the copy ceiling), more than the bandwidth share
+    // of an item (≈ 4.3 µs per SM at 4.2 TB/s). Now one resolve latency covers 32 items and
+    // is hidden behind the stages already in the ring.
     const int lane = tid - NC;
     const int q = p.q, D = p.H * K, ces = p.conv_f32 ? 4 : 2;
     const bool fused = p.mode == int(StepMode::kFused);
-    for (int64_t it = i0; it < i1; ++it) {
-      const int j = int(it - i0), s = j % NS;
-      if (j >= NS) mbar_wait(&empty[s], ((j / NS) & 1) ^ 1);
-      const int b = int(it % p.B), h = int(it / p.B);
-      const int64_t row_base = int64_t(b) * q;
-      char* st = stage(s);
-      char* ops = st + L.ops_off();
-      const RequestPlan r = resolve_request(p, b);  // every lane: the same loads, broadcast
-      const bool run = r.kind == RequestKind::kRun;
-      const bool recs = run && fused && r.pending > 0;
-      if (lane == 0) *reinterpret_cast<RequestPlan*>(st + L.plan_off()) = r;
-      if (run && lane < q) {
-        reinterpret_cast<float*>(st + L.beta_off())[lane] = ld_bf16(p.beta + (row_base + lane) * p.beta_row + h);
-        if (p.mode == int(StepMode::kPerToken))
-          reinterpret_cast<int32_t*>(ops + L.ops.slots_off())[lane] =
-              int32_t(p.slots[int64_t(b) * p.slots_stride0 + int64_t(lane) * p.slots_stride1]);
-      }
-      const uint32_t bytes =
-          run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces + int64_t(q) * 5 * K * 2 +
-                         (recs ? int64_t(r.pending) * 3 * K * 4 : 0))
-              : 0u;
-      __syncwarp();  // the plain stores above are ordered before lane 0's release
-      if (lane == 0) ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], bytes);
-      __syncwarp();  // expect_tx before any complete_tx
-      if (!run) continue;
-      // state tile: 16 KiB pieces
-      const char* src_state = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h));
-      const int pieces = int(L.state_size() / 16384);
-      for (int c = lane; c < pieces; c += 32) bulk_g2s(st + c * 16384, src_state + c * 16384, 16384u, &full[s]);
-      // the head's window, as stored (DS: one run per section; SD: one per column and section)
-      const char* conv = static_cast<const char*>(p.conv);
-      char* win = ops + L.ops.win_off();
-      if (p.conv_dim_first) {
-        for (int c = lane; c < 3; c += 32)
-          bulk_g2s(win + int64_t(c) * K * p.window * ces, conv + conv_offset(p, r.win_in, int64_t(c) * D + h * K, 0) * ces,
-                   uint32_t(K * p.window * ces), &full[s]);
-      } else {
-        for (int c = lane; c < 3 * p.window; c += 32) {
-          const int col = c / 3, sec = c % 3;
-          bulk_g2s(win + (int64_t(col) * 3 * K + sec * K) * ces, conv + conv_offset(p, r.win_in, int64_t(sec) * D + h * K, col) * ces,
-                   uint32_t(K * ces), &full[s]);
+    const bool per_token = p.mode == int(StepMode::kPerToken);
+    float* tbeta = reinterpret_cast<float*>(smem + L.table_off(NS));
+    int32_t* tslot = reinterpret_cast<int32_t*>(tbeta + cuda_config::WsSmem::kBatch * kMaxQ);
+    RequestPlan* tplan = reinterpret_cast<RequestPlan*>(tslot + cuda_config::WsSmem::kBatch * kMaxQ);
+    const bool raw_gate = p.gate_mode == int(GateMode::kPrecomputed);  // gate_in holds the raw gate [., H·128]
+    for (int64_t base = i0; base < i1; base += cuda_config::WsSmem::kBatch) {
+      // ---- batch: lane l resolves item base + l ---------------------------------------------
+      const int64_t mine = base + lane;
+      RequestPlan mr;  // kind = pad
+      if (mine < i1) {
+        const int b = int(mine % p.B), h = int(mine / p.B);
+        // beta and per-token slot ids are readable for every b < B (pads included): loaded
+        // before resolve_request so that all the loads share one round trip, then parked in
+        // the table (registers would stay live across the batch) until the item's stage is free
+        float bt[kMaxQ];
+        int32_t ts[kMaxQ];
+#pragma unroll
+        for (int t = 0; t < kMaxQ; ++t) {
+          if (t < q) {
+            bt[t] = ld_bf16(p.beta + (int64_t(b) * q + t) * p.beta_row + h);
+            ts[t] = per_token ? int32_t(p.slots[int64_t(b) * p.slots_stride0 + int64_t(t) * p.slots_stride1]) : 0;
+          }
         }
+        mr = resolve_request(p, b);
+#pragma unroll
+        for (int t = 0; t < kMaxQ; ++t) {
+          if (t < q) {
+            tbeta[lane * kMaxQ + t] = bt[t];
+            tslot[lane * kMaxQ + t] = ts[t];
+          }
+        }
+        tplan[lane] = mr;
       }
-      // per token: x rows of the q | k | v sections, f_a (or the raw gate), out gate
-      const int64_t gcol = p.gate_mode == int(GateMode::kPrecomputed) ? int64_t(h) * K : 0;
-      for (int c = lane; c < 5 * q; c += 32) {
-        const int t = c / 5, k = c % 5;
-        const int64_t row = row_base + t;
-        if (k < 3)
-          bulk_g2s(ops + L.ops.x_off() + (int64_t(t) * 3 * K + k * K) * 2, p.qkv + row * p.qkv_row + int64_t(k) * D + h * K,
-                   uint32_t(K * 2), &full[s]);
-        else if (k == 3)
-          bulk_g2s(ops + L.ops.fa_off() + int64_t(t) * K * 2, p.gate_in + row * p.gate_in_row + gcol, uint32_t(K * 2), &full[s]);
-        else
-          bulk_g2s(ops + L.ops.og_off() + int64_t(t) * K * 2, p.out_gate + row * p.out_gate_row + int64_t(h) * K,
-                   uint32_t(K * 2), &full[s]);
-      }
-      // fused: the pending records (u rows, then k|g rows)
-      if (recs) {
-        if (lane == 0)
-          bulk_g2s(ops + L.ops.rec_off(), p.correction + int64_t(r.row) * p.correction_row + int64_t(h) * p.Qr * K,
-                   uint32_t(r.pending * K * 4), &full[s]);
-        if (lane == 1)
-          bulk_g2s(ops + L.ops.rec_off() + L.ops.rec_cap() * K * 4,
-                   p.key_gate + int64_t(r.row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K, uint32_t(r.pending * 2 * K * 4),
-                   &full[s]);
+      __syncwarp();  // the table rows of every lane before they are read by lane t below
+      const int n = i1 - base < 32 ? int(i1 - base) : 32;
+      static_assert(cuda_config::WsSmem::kBatch == 32, "one request per producer lane");
+      for (int k = 0; k < n; ++k) {
+        const int64_t it = base + k;
+        const int j = int(it - i0), s = j % NS;
+        if (j >= NS) mbar_wait(&empty[s], ((j / NS) & 1) ^ 1);
+        const int b = int(it % p.B), h = int(it / p.B);
+        const int64_t row_base = int64_t(b) * q;
+        char* st = stage(s);
+        char* ops = st + L.ops_off();
+        // the item's plan, beta logits and slot ids into the stage, from the table.
+        // NOTES: by lane 0, the thread that then arrives on full[s] (release): one writer
+        // and one releasing thread, the hand-over compute-sanitizer's racecheck follows
+        // (stores by other lanes ordered by __syncwarp before lane 0's release are correct
+        // under the PTX memory model but were reported as races).
+        if (lane == 0) {
+          *reinterpret_cast<RequestPlan*>(st + L.plan_off()) = tplan[k];
+          for (int t = 0; t < q; ++t) {
+            reinterpret_cast<float*>(st + L.beta_off())[t] = tbeta[k * kMaxQ + t];
+            if (per_token) reinterpret_cast<int32_t*>(ops + L.ops.slots_off())[t] = tslot[k * kMaxQ + t];
+          }
+        }
+        // the fields the copies need, from lane k
+        const bool run = __shfl_sync(0xffffffffu, int(mr.kind), k) == int(RequestKind::kRun);
+        const int32_t state_in = __shfl_sync(0xffffffffu, mr.state_in, k);
+        const int32_t win_in = __shfl_sync(0xffffffffu, mr.win_in, k);
+        const int32_t row = __shfl_sync(0xffffffffu, mr.row, k);
+        const int32_t pending = __shfl_sync(0xffffffffu, mr.pending, k);
+        const bool recs = run && fused && pending > 0;
+        const uint32_t bytes =
+            run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces + int64_t(q) * 5 * K * 2 +
+                           (recs ? int64_t(pending) * 3 * K * 4 : 0))
+                : 0u;
+        __syncwarp();  // the plain stores above are ordered before lane 0's release
+        if (lane == 0) ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], bytes);
+        __syncwarp();  // expect_tx before any complete_tx
+        if (!run) continue;
+        // state tile: 16 KiB pieces
+        const char* src_state = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, state_in, h));
+        const int pieces = int(L.state_size() / 16384);
+        for (int c = lane; c < pieces; c += 32) bulk_g2s(st + c * 16384, src_state + c * 16384, 16384u, &full[s]);
+        // the head's window, as stored (DS: one run per section; SD: one per column and section)
+        const char* conv = static_cast<const char*>(p.conv);
+        char* win = ops + L.ops.win_off();
+        if (p.conv_dim_first) {
+          for (int c = lane; c < 3; c += 32)
+            bulk_g2s(win + int64_t(c) * K * p.window * ces, conv + conv_offset(p, win_in, int64_t(c) * D + h * K, 0) * ces,
+                     uint32_t(K * p.window * ces), &full[s]);
+        } else {
+          for (int c = lane; c < 3 * p.window; c += 32) {
+            const int col = c / 3, sec = c % 3;
+            bulk_g2s(win + (int64_t(col) * 3 * K + sec * K) * ces, conv + conv_offset(p, win_in, int64_t(sec) * D + h * K, col) * ces,
+                     uint32_t(K * ces), &full[s]);
+          }
+        }
+        // per token: x rows of the q | k | v sections, f_a (or the raw gate), out gate
+        const int64_t fcol = raw_gate ? int64_t(h) * K : 0;
+        for (int c = lane; c < 5 * q; c += 32) {
+          const int t = c / 5, kk = c % 5;
+          const int64_t rw = row_base + t;
+          if (kk < 3)
+            bulk_g2s(ops + L.ops.x_off() + (int64_t(t) * 3 * K + kk * K) * 2, p.qkv + rw * p.qkv_row + int64_t(kk) * D + h * K,
+                     uint32_t(K * 2), &full[s]);
+          else if (kk == 3)
+            bulk_g2s(ops + L.ops.fa_off() + int64_t(t) * K * 2, p.gate_in + rw * p.gate_in_row + fcol, uint32_t(K * 2), &full[s]);
+          else
+            bulk_g2s(ops + L.ops.og_off() + int64_t(t) * K * 2, p.out_gate + rw * p.out_gate_row + int64_t(h) * K,
+                     uint32_t(K * 2), &full[s]);
+        }
+        // fused: the pending records (u rows, then k|g rows)
+        if (recs) {
+          if (lane == 0)
+            bulk_g2s(ops + L.ops.rec_off(), p.correction + int64_t(row) * p.correction_row + int64_t(h) * p.Qr * K,
+                     uint32_t(pending * K * 4), &full[s]);
+          if (lane == 1)
+            bulk_g2s(ops + L.ops.rec_off() + L.ops.rec_cap() * K * 4,
+                     p.key_gate + int64_t(row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K, uint32_t(pending * 2 * K * 4),
+                     &full[s]);
+        }
       }
     }
     return;
@@ -175,15 +231,17 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
   typename KS::HeadWeights hw;  // this thread's weights of the current head, in registers
   for (int64_t it = i0; it < i1; ++it) {
     const int j = int(it - i0), s = j % NS;
-    if (const int h = int(it / p.B); h != hw.h) ks.load_weights(hw, h);  // once per head: items are head-major
+    // the head's weights, once per head: items are head-major (item = h·B + b)
+    if (j == 0 || it % p.B == 0) ks.load_weights(hw, int(it / p.B));
     mbar_wait(&full[s], (j / NS) & 1);
     const char* st = stage(s);
     const RequestPlan r = *reinterpret_cast<const RequestPlan*>(st + L.plan_off());
     if (r.kind == RequestKind::kRun) ks.load_state(S, st);
     const float beta_raw = tid < p.q ? reinterpret_cast<const float*>(st + L.beta_off())[tid] : 0.f;
-    ks.compute(it, r, st + L.ops_off(), S, beta_raw, hw);  // a run item ends with named barrier 1
-    if (r.kind != RequestKind::kRun) ks.sync();         // every consumer has read the plan
-    if (tid == 0) ptx::mbarrier_arrive(&empty[s]);
+    ks.compute(it, r, st + L.ops_off(), S, beta_raw, hw);
+    // this warp is done with stage s (its last reads: the out gate in the output loop)
+    __syncwarp();
+    if ((tid & 31) == 0) ptx::mbarrier_arrive(&empty[s]);
   }
 }
 
