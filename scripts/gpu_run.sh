@@ -14,6 +14,8 @@
 #   sanitizer  compute-sanitizer memcheck/racecheck/synccheck/initcheck on a small GPU filter
 #              and on SanitizerMatrix.* (every variant × step kind); SANITIZER_SETS="filter matrix"
 #   bench      benchmarks/kda_bench decode table (BENCHMARKS.md protocol) + verify rows
+#   sweep      the policy sweep (SWEEP_H, SWEEP_B, SWEEP_VH, SWEEP_VB, SWEEP_Q, SWEEP_VARIANTS)
+#              and benchmarks/policy_eval.py on it
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
@@ -104,6 +106,21 @@ if has bench; then
   ${bin} ${BENCH_ARGS:---H 12,32,96 --B 1,8,64,256 --mode decode --variant auto} --csv "$OUT/bench_decode.csv" | tee "$OUT/bench_decode.txt"
   ${bin} ${BENCH_VERIFY_ARGS:---H 32,96 --B 1,8,64,256 --mode per_token,record,fused --q 4} --csv "$OUT/bench_verify.csv" | tee "$OUT/bench_verify.txt"
   note "bench: see tables above"
+fi
+
+if has sweep; then
+  # the policy sweep (issue "Performance"): decode over SWEEP_H × SWEEP_B and the verify kinds
+  # over SWEEP_VH × SWEEP_VB × SWEEP_Q, each for SWEEP_VARIANTS; then policy_eval.py scores
+  # include/kda/heuristics.h against it (copy the CSVs to docs/data/ to keep them)
+  t=$SECONDS
+  bin="$BUILD/benchmarks/kda_bench"
+  V=${SWEEP_VARIANTS:-wide,ws}
+  "$bin" --H "${SWEEP_H:-3,6,12,24,32,48,96}" --B "${SWEEP_B:-1,2,4,8,16,32,64,128,256,512}" --mode decode \
+    --variant "$V" --csv "$OUT/sweep_decode.csv" >"$OUT/sweep_decode.txt" 2>&1
+  "$bin" --H "${SWEEP_VH:-12,96}" --B "${SWEEP_VB:-1,8,64,256}" --mode per_token,record,fused --q "${SWEEP_Q:-1,2,8}" \
+    --variant "$V" --csv "$OUT/sweep_verify.csv" >"$OUT/sweep_verify.txt" 2>&1
+  python3 benchmarks/policy_eval.py "$OUT/sweep_decode.csv" "$OUT/sweep_verify.csv" >"$OUT/policy_eval.txt" 2>&1
+  note "sweep: $(tail -1 "$OUT/policy_eval.txt") ($((SECONDS - t)) s)"
 fi
 
 if has sanitizer; then
