@@ -2,14 +2,15 @@
 //
 // One producer warp and kWsConsumers compute threads (8 warps: 16 V rows per warp). Each
 // CTA owns a contiguous range of items in head-major order (item = h·B + b: consecutive
-// items share F_B[h], read through L1 by the gate). The producer walks the range ahead of
+// items share head h, whose weights the consumers keep in registers). The producer walks the range ahead of
 // the consumers through a ring of shared-memory stages:
 //
 //   producer, item j → stage s = j mod NS:
 //     (every 32 items: resolve the requests of the next 32 items, one per lane — slot ids,
 //     accepted, pending, beta logits, per-token slot ids in one round trip, off the
 //     consumers' path) → wait empty[s] (the consumers are done with item j − NS) → plan,
-//     beta logits and per-token slot ids into the stage (plain stores) → arrive on full[s] with
+//     beta logits and per-token slot ids into the stage (lane 0's plain stores, from the
+//     batch's table) → arrive on full[s] with
 //     the byte count → bulk copies (TMA, cp.async.bulk) of the state tile, the head's conv
 //     window, the x / f_a / out-gate rows and (fused) the pending records, completing on
 //     full[s].
@@ -55,7 +56,8 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t by
 
 // NOTES: registers. A consumer holds 16 state rows (64 registers) and its head's weights
 // (~42: F_B slice, conv taps of two channels); 256 + 32 threads may use 168 each. (512
-// consumers + 1 warp are allocated as 20 warps, 96 registers each, and spilled; ptxas did not
+// consumers + the producer are 17 warps, 5 of them on one of the four schedulers' 16 K-register
+// files: 96 registers each, 200 bytes of spills, 5–12% slower — session 9; ptxas did not
 // allocate past setmaxnreg.inc either.)
 
 static_assert(sizeof(RequestPlan) <= cuda_config::WsSmem::kPlanBytes, "a stage's plan slot must hold a RequestPlan");
