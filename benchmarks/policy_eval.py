@@ -45,21 +45,23 @@ def pick(rules, mode, items):
     return v
 
 
-def main(paths):
-    if not paths:
-        print(__doc__)
-        return 2
-    rules = rules_from_header()
+def load_points(paths):
+    """{(mode, q, H, B): {variant: us}} over the CSVs: rows that ran the requested variant
+    (a fallback row measures another variant and is skipped); a later file overrides."""
     points = {}
     for path in paths:
         for r in csv.DictReader(open(path)):
             if r["variant"] != r["variant_req"]:
-                continue  # fell back: not a measurement of the requested variant
+                continue
             key = (r["mode"], int(r["q"]), int(r["H"]), int(r["B"]))
             points.setdefault(key, {})[r["variant"]] = float(r["us"])
-    scored = within5 = 0
-    worst = (1.0, None)
-    print(f"{'mode':9s} {'q':>2s} {'H':>3s} {'B':>4s} {'items':>6s}  {'best':6s} {'pick':6s} {'pick/best':>9s}  times")
+    return points
+
+
+def score(rules, points):
+    """One row per point with >= 2 variants: (key, best, pick, pick/best or None if the pick
+    was not measured, times)."""
+    rows = []
     for key in sorted(points):
         times = points[key]
         if len(times) < 2:
@@ -67,19 +69,26 @@ def main(paths):
         mode, q, H, B = key
         best = min(times, key=times.get)
         p = pick(rules, mode, B * H)
+        rows.append((key, best, p, times[p] / times[best] if p in times else None, times))
+    return rows
+
+
+def main(paths):
+    if not paths:
+        print(__doc__)
+        return 2
+    rows = score(rules_from_header(), load_points(paths))
+    print(f"{'mode':9s} {'q':>2s} {'H':>3s} {'B':>4s} {'items':>6s}  {'best':6s} {'pick':6s} {'pick/best':>9s}  times")
+    for (mode, q, H, B), best, p, ratio, times in rows:
         detail = " ".join(f"{v}={t:.1f}" for v, t in sorted(times.items()))
-        if p not in times:
-            print(f"{mode:9s} {q:2d} {H:3d} {B:4d} {B * H:6d}  {best:6s} {p:6s} {'n/a':>9s}  {detail}")
-            continue
-        ratio = times[p] / times[best]
-        scored += 1
-        within5 += ratio <= 1.05
-        if ratio > worst[0]:
-            worst = (ratio, key)
-        print(f"{mode:9s} {q:2d} {H:3d} {B:4d} {B * H:6d}  {best:6s} {p:6s} {ratio:9.3f}  {detail}")
+        shown = "n/a" if ratio is None else f"{ratio:.3f}"
+        print(f"{mode:9s} {q:2d} {H:3d} {B:4d} {B * H:6d}  {best:6s} {p:6s} {shown:>9s}  {detail}")
+    scored = [(ratio, key) for key, _, _, ratio, _ in rows if ratio is not None]
     if scored:
-        print(f"\npolicy: pick within 5% of the best at {within5}/{scored} points ({100.0 * within5 / scored:.1f}%); "
-              f"worst pick/best {worst[0]:.3f}" + (f" at {worst[1]}" if worst[1] else ""))
+        within5 = sum(r <= 1.05 for r, _ in scored)
+        worst = max(scored)
+        print(f"\npolicy: pick within 5% of the best at {within5}/{len(scored)} points "
+              f"({100.0 * within5 / len(scored):.1f}%); worst pick/best {worst[0]:.3f} at {worst[1]}")
     return 0
 
 

@@ -6,7 +6,6 @@ docs/data/ (kda_bench CSVs); benchmarks/policy_eval.py parses the rule tables fr
 header and scores them. This test runs without a GPU: it fails when a threshold is edited
 in a way the measurements do not support, or when the scorer stops reading the header.
 """
-import csv
 import importlib.util
 import os
 
@@ -27,15 +26,10 @@ def _policy_eval():
     return mod
 
 
-def _points():
+def _points(pe):
     if not all(os.path.exists(p) for p in SWEEPS):
         pytest.skip("the committed sweeps are not in this tree")
-    pts = {}
-    for path in SWEEPS:
-        for r in csv.DictReader(open(path)):
-            if r["variant"] == r["variant_req"]:
-                pts.setdefault((r["mode"], int(r["q"]), int(r["H"]), int(r["B"])), {})[r["variant"]] = float(r["us"])
-    return {k: v for k, v in pts.items() if len(v) >= 2}
+    return {k: v for k, v in pe.load_points(SWEEPS).items() if len(v) >= 2}
 
 
 def test_rule_tables_parse_and_are_sorted():
@@ -49,14 +43,12 @@ def test_rule_tables_parse_and_are_sorted():
 
 def test_pick_within_5_percent_at_95_percent_of_points_and_15_everywhere():
     pe = _policy_eval()
-    rules = pe.rules_from_header()
-    pts = _points()
+    pts = _points(pe)
     assert len(pts) >= 50, f"expected the committed sweep points, found {len(pts)}"
-    ratios = []
-    for (mode, q, H, B), times in pts.items():
-        p = pe.pick(rules, mode, B * H)
-        assert p in times, f"pick {p} at {(mode, q, H, B)} was not measured: {times}"
-        ratios.append((times[p] / min(times.values()), (mode, q, H, B)))
+    rows = pe.score(pe.rules_from_header(), pts)
+    for key, _, p, ratio, times in rows:
+        assert ratio is not None, f"pick {p} at {key} was not measured: {times}"
+    ratios = [(ratio, key) for key, _, _, ratio, _ in rows]
     within5 = sum(r <= 1.05 for r, _ in ratios)
     assert within5 >= 0.95 * len(ratios), sorted(ratios)[-5:]
     worst = max(ratios)
@@ -67,5 +59,5 @@ def test_scorer_catches_a_bad_table():
     # the criterion must be able to fail: always Wide loses > 15% at large batch
     pe = _policy_eval()
     bad = {"decode": [(0, "wide")], "verify": [(0, "wide")], "fused": [(0, "wide")]}
-    worst = max(times[pe.pick(bad, m, B * H)] / min(times.values()) for (m, q, H, B), times in _points().items())
+    worst = max(ratio for _, _, _, ratio, _ in pe.score(bad, _points(pe)))
     assert worst > 1.15
