@@ -110,11 +110,14 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
     const int q = p.q, D = p.H * K, ces = p.conv_f32 ? 4 : 2;
     const bool fused = p.mode == int(StepMode::kFused);
     const bool per_token = p.mode == int(StepMode::kPerToken);
+    constexpr int kBatch = cuda_config::WsSmem::kBatch;
+    static_assert(kBatch == 32, "one request per producer lane");
+    constexpr int kBatchRows = kBatch * kMaxQ;  // table rows: [32][16]
     float* tbeta = reinterpret_cast<float*>(smem + L.table_off(NS));
-    int32_t* tslot = reinterpret_cast<int32_t*>(tbeta + cuda_config::WsSmem::kBatch * kMaxQ);
-    RequestPlan* tplan = reinterpret_cast<RequestPlan*>(tslot + cuda_config::WsSmem::kBatch * kMaxQ);
+    int32_t* tslot = reinterpret_cast<int32_t*>(tbeta + kBatchRows);
+    RequestPlan* tplan = reinterpret_cast<RequestPlan*>(tslot + kBatchRows);
     const bool raw_gate = p.gate_mode == int(GateMode::kPrecomputed);  // gate_in holds the raw gate [., H·128]
-    for (int64_t base = i0; base < i1; base += cuda_config::WsSmem::kBatch) {
+    for (int64_t base = i0; base < i1; base += kBatch) {
       // ---- batch: lane l resolves item base + l ---------------------------------------------
       const int64_t mine = base + lane;
       RequestPlan mr;  // kind = pad
@@ -143,8 +146,7 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
         tplan[lane] = mr;
       }
       __syncwarp();  // the table rows of every lane before they are read by lane t below
-      const int n = i1 - base < 32 ? int(i1 - base) : 32;
-      static_assert(cuda_config::WsSmem::kBatch == 32, "one request per producer lane");
+      const int n = i1 - base < kBatch ? int(i1 - base) : kBatch;
       for (int k = 0; k < n; ++k) {
         const int64_t it = base + k;
         const int j = int(it - i0), s = j % NS;
