@@ -342,7 +342,7 @@ struct StreamKernel {
     // and operand stages are recycled by thread 0 right after). WS does not: after the barrier
     // above, the output only reads s_o and the stage; the next item writes s_o only after two
     // more barriers that every consumer must reach, and each warp releases the stage itself
-    // (ws_kernel.cuh: empty barriers count warps).
+    // (ws_kernel.cuh: the empty barriers count consumer threads).
     if constexpr (kEndBarrier) sync();
   }
 };

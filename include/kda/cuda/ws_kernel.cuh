@@ -28,8 +28,8 @@
 // the copy ceiling, in-register tiles ≈ 95 %).
 //
 // Barriers: full[s] (count 1: the producer's arrive.expect_tx; the phase ends when the
-// copies have landed), empty[s] (count NC / 32: lane 0 of every consumer warp once the warp
-// has finished reading the stage). Consumers synchronise on named barrier 1 (kWsConsumers
+// copies have landed), empty[s] (count NC: every consumer thread once it has finished
+// reading the stage). Consumers synchronise on named barrier 1 (kWsConsumers
 // threads), never on __syncthreads, so the producer runs free.
 // Needs stream_layout() (16-byte aligned strides), like Stream; prepared.cpp falls back to
 // Wide for unaligned inputs.
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
   if (threadIdx.x == 0) {
     for (int s = 0; s < NS; ++s) {
       ptx::mbarrier_init(&full[s], 1);
-      ptx::mbarrier_init(&empty[s], NC / 32);  // one arrival per consumer warp
+      ptx::mbarrier_init(&empty[s], NC);  // one arrival per consumer thread
     }
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
@@ -243,9 +243,10 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
     if (r.kind == RequestKind::kRun) ks.load_state(S, st);
     const float beta_raw = tid < p.q ? reinterpret_cast<const float*>(st + L.beta_off())[tid] : 0.f;
     ks.compute(it, r, st + L.ops_off(), S, beta_raw, hw);
-    // this warp is done with stage s (its last reads: the out gate in the output loop)
-    __syncwarp();
-    if ((tid & 31) == 0) ptx::mbarrier_arrive(&empty[s]);
+    // this thread is done with stage s (its last reads: the out gate in the output loop).
+    // NOTES: every consumer thread arrives after its own reads (no cross-lane step that
+    // compute-sanitizer's racecheck does not follow; see docs/VALIDATION.md §4).
+    ptx::mbarrier_arrive(&empty[s]);
   }
 }
 
