@@ -7,8 +7,7 @@ point (mode, q, H, B) the time of each variant that really ran as requested (row
 earlier one), and compares the variant the rule tables of include/kda/heuristics.h pick
 (auto_variant: the last rule whose min_items <= B·H) with the fastest measured variant.
 
-    python3 benchmarks/policy_eval.py docs/data/sweep_s9_run1_wide.csv \\
-        docs/data/sweep_s9_run4_ws.csv docs/data/sweep_s9_run5.csv
+    python3 benchmarks/policy_eval.py docs/data/sweep_s9_*.csv docs/data/sweep_s10_*.csv
 
 Prints one line per point where at least two variants were measured, then the share of
 points where the pick is within 5% of the best and the worst ratio (the issue's criterion:

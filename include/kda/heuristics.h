@@ -22,6 +22,13 @@ namespace kda::heuristics {
 ///       faster, 28% at B = 512);
 ///     per_token / record / fused: WS from 32 items (the smallest measured) except record and
 ///       fused at 256 items (Wide 3% faster).
+///   2026-11-30, session 10 (sweep_s10_*.csv: decode H ∈ {6, 24, 48} × B ∈ {1 … 512}; verify
+///     q ∈ {1, 2, 8} at H ∈ {12, 96}, q = 4 at H ∈ {3, 48}): the tables above hold at every
+///     new point but one — q = 4 verify at 24 items (H = 3, B = 8): WS 7% (per_token) and 11%
+///     (fused) faster, record equal, so per_token / record / fused take WS from 24 items. Known
+///     miss: fused steps with q = 1 at 768–3072 items run 3–9% slower under WS than Wide (the
+///     tables are keyed by items only). Over all committed sweeps: the pick is within 5% of
+///     the best at 148 of 150 points, within 9% everywhere (benchmarks/policy_eval.py).
 /// The planner falls back to Wide where WS cannot run (unaligned operands, two ring stages
 /// not fitting).
 struct AutoRule {
@@ -30,8 +37,8 @@ struct AutoRule {
 };
 inline constexpr AutoRule kDecodeRules[] = {
     {0, Variant::kWide}, {48, Variant::kWS}, {133, Variant::kWide}, {384, Variant::kWS}};
-inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWide}, {32, Variant::kWS}};  // per_token, record
-inline constexpr AutoRule kFusedRules[] = {{0, Variant::kWide}, {32, Variant::kWS}};
+inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWide}, {24, Variant::kWS}};  // per_token, record
+inline constexpr AutoRule kFusedRules[] = {{0, Variant::kWide}, {24, Variant::kWS}};
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).

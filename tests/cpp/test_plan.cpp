@@ -303,7 +303,8 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 
 TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
   // session-9 sweep (kda/heuristics.h): decode Wide < 48 items, WS 48–132 (one item per
-  // persistent CTA), Wide 133–383, WS from 384; per_token / record / fused WS from 32 items;
+  // persistent CTA), Wide 133–383, WS from 384; per_token / record / fused WS from 24 items
+  // (session 10);
   // Wide wherever the layout forbids bulk copies or two ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);

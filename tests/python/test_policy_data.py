@@ -13,7 +13,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SWEEPS = [os.path.join(ROOT, "docs", "data", f) for f in
-          ("sweep_s9_run1_wide.csv", "sweep_s9_run4_ws.csv", "sweep_s9_run5.csv")]
+          ("sweep_s9_run1_wide.csv", "sweep_s9_run4_ws.csv", "sweep_s9_run5.csv",
+           "sweep_s10_run4_decode.csv", "sweep_s10_run4_verify.csv",
+           "sweep_s10_run5_verify_q4.csv", "sweep_s10_run5_verify_q1.csv")]
 
 
 def _policy_eval():
