@@ -2,9 +2,11 @@
 
 Usage: python benchmarks/plot.py OUT.png FLA.csv OURS.csv [OURS.csv ...]
 OURS.csv: benchmarks/kda_bench --csv output; one line per requested variant (`variant_req`),
-  skipping rows where another variant ran (`variant` != `variant_req`: a fallback); a later
+  skipping rows where another variant ran (`variant` != `variant_req`: a fallback; rows
+  requested as `auto` form the "auto" line, whatever variant the planner picked); a later
   file overrides an earlier one at the same (variant, H, B).
-FLA.csv: benchmarks/fla_chain.py --out output. All from runs of the same day on one H200.
+FLA.csv: benchmarks/fla_chain.py --out output. Only the H values that FLA.csv holds are
+  plotted. All from runs of the same day on one H200.
 """
 import csv
 import sys
@@ -20,7 +22,7 @@ def main(out_png, fla_csv, *ours_csvs):
     ours = defaultdict(dict)  # variant -> {(H, B): (us, pct, floor)}
     for path in ours_csvs:
         for r in csv.DictReader(open(path)):
-            if r["mode"] != "decode" or r["variant"] != r["variant_req"]:
+            if r["mode"] != "decode" or (r["variant"] != r["variant_req"] and r["variant_req"] != "auto"):
                 continue
             ours[r["variant_req"]][(int(r["H"]), int(r["B"]))] = (float(r["us"]), float(r["pct_ceiling"]),
                                                                    float(r["floor_us"]))
@@ -29,7 +31,7 @@ def main(out_png, fla_csv, *ours_csvs):
         us, fl = float(r["us"]), float(r["floor_us"])
         fla[(int(r["H"]), int(r["B"]))] = (us, 100.0 * fl / us, fl)
     series = [(f"kda-decode ({v})", d, "o-") for v, d in sorted(ours.items())] + [("fla chain", fla, "s--")]
-    Hs = sorted({h for _, d, _ in series for (h, _) in d})
+    Hs = sorted({h for (h, _) in fla})
     fig, axes = plt.subplots(2, len(Hs), figsize=(4 * len(Hs), 7), squeeze=False)
     colors = {name: f"C{i}" for i, (name, _, _) in enumerate(series)}  # one colour per series everywhere
     for j, H in enumerate(Hs):
