@@ -302,10 +302,10 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 }
 
 TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
-  // session-9 sweep (kda/heuristics.h): decode Wide < 48 items, WS 48–132 (one item per
-  // persistent CTA), Wide 133–383, WS from 384; per_token / record / fused WS from 24 items
-  // (session 10);
-  // Wide wherever the layout forbids bulk copies or two ring stages do not fit.
+  // the measured tables (kda/heuristics.h): decode Wide < 48 items, WS 48–132 (one item per
+  // persistent CTA), Wide 133–383, WS from 384 (session 9); per_token / record / fused WS
+  // from 24 items (session 10); Wide wherever the layout forbids bulk copies or two ring
+  // stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
@@ -322,6 +322,16 @@ TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
   EXPECT_EQ(pick(StepMode::kRecord, 64, 4), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kFused, 8, 4), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWS);
+  {
+    // the verify threshold at 24 items (H = 3: B = 7 → 21 items, B = 8 → 24)
+    LayerShape l3 = shape(3);
+    l3.stream_ok = true;
+    l3.window = 6;
+    for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused}) {
+      EXPECT_EQ(kda::plan_step({m, 7, 4}, pol(), l3, d).variant, Variant::kWide) << int(m);
+      EXPECT_EQ(kda::plan_step({m, 8, 4}, pol(), l3, d).variant, Variant::kWS) << int(m);
+    }
+  }
   l.stream_ok = false;
   EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWide);
   EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWide);
