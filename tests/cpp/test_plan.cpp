@@ -53,16 +53,6 @@ Policy pol(Variant v = Variant::kAuto, GateMode g = GateMode::kAuto, int64_t pit
   return p;
 }
 
-template <class F>
-std::string invalid(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument>";
-}
-
 const StepMode kModes[] = {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused};
 
 TEST(Plan, CpuDevicePlansCpu) {
@@ -89,13 +79,13 @@ TEST(Plan, CpuDevicePlansCpu) {
 TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
   const StepKey key{StepMode::kFused, 5, 3};
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS, Variant::kFused, Variant::kFusedWS}) {
-    const std::string msg = invalid([&] { kda::plan_step(key, pol(v), shape(4), cpu()); });
+    const std::string msg = invalid_message([&] { kda::plan_step(key, pol(v), shape(4), cpu()); });
     EXPECT_THAT(msg, HasSubstr(key.describe()));
     EXPECT_THAT(msg, HasSubstr(std::string("'") + kda::variant_name(v) + "'"));
   }
   // gate mode 0 / 1 without F_B
   for (GateMode g : {GateMode::kPerItem, GateMode::kShared}) {
-    const std::string msg = invalid([&] { kda::plan_step(key, pol(Variant::kAuto, g), shape(4, false), cpu()); });
+    const std::string msg = invalid_message([&] { kda::plan_step(key, pol(Variant::kAuto, g), shape(4, false), cpu()); });
     EXPECT_THAT(msg, HasSubstr("f_b_weight"));
     EXPECT_THAT(msg, HasSubstr(key.describe()));
   }
@@ -205,10 +195,10 @@ TEST(Plan, ForcedStreamWhereItsLayoutFits) {
       LayerShape bad = shape(4);
       bad.window = 2 + q;
       const StepKey key{m, 8, q};
-      EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr(key.describe()));
+      EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr(key.describe()));
       bad.stream_ok = true;
       bad.window = 1 + q;
-      EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr("stream"));
+      EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr("stream"));
     }
 }
 
@@ -231,7 +221,7 @@ TEST(Plan, WsPlansARingThatFits) {
           const kda::cuda_config::WsSmem ws{{q, l.window, 2, bf16 ? 2 : 4, m == StepMode::kFused}};
           const int stages = ws.stages_for(d.smem_optin - 1024);
           if (stages < 2) {
-            EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kWS), l, d); }), HasSubstr("'ws'")) << key.describe();
+            EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kWS), l, d); }), HasSubstr("'ws'")) << key.describe();
             continue;
           }
           const Plan p = kda::plan_step(key, pol(Variant::kWS), l, d);
@@ -250,10 +240,10 @@ TEST(Plan, WsPlansARingThatFits) {
       LayerShape bad = shape(4);
       bad.window = 2 + q;
       const StepKey key{m, 8, q};
-      EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kWS), bad, d); }), HasSubstr("'ws'"));
+      EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kWS), bad, d); }), HasSubstr("'ws'"));
       bad.stream_ok = true;
       bad.window = 1 + q;
-      EXPECT_THAT(invalid([&] { kda::plan_step(key, pol(Variant::kWS), bad, d); }), HasSubstr("'ws'"));
+      EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kWS), bad, d); }), HasSubstr("'ws'"));
     }
   // the common shapes get a ring that overlaps at least one item's loads with compute
   LayerShape l = shape(32);
@@ -374,22 +364,22 @@ TEST(Plan, InvalidForcingThrowsNamingTheKey) {
   };
   // kStream is refused here because the layer's caches do not allow 16-byte copies (stream_ok)
   for (Variant v : {Variant::kStream, Variant::kWS, Variant::kFused, Variant::kFusedWS, Variant::kCpu})
-    expect_named(invalid([&] { kda::plan_step(key, pol(v), shape(4), d); }), kda::variant_name(v));
-  expect_named(invalid([&] { kda::plan_step(key, pol(Variant::kSplit), shape(4), gpu(false)); }), "split");
-  expect_named(invalid([&] { kda::plan_step(key, pol(Variant::kAuto, GateMode::kShared), shape(4), d); }), "1 (shared)");
-  expect_named(invalid([&] { kda::plan_step(key, pol(Variant::kAuto, GateMode::kPerItem), shape(4, false), d); }),
+    expect_named(invalid_message([&] { kda::plan_step(key, pol(v), shape(4), d); }), kda::variant_name(v));
+  expect_named(invalid_message([&] { kda::plan_step(key, pol(Variant::kSplit), shape(4), gpu(false)); }), "split");
+  expect_named(invalid_message([&] { kda::plan_step(key, pol(Variant::kAuto, GateMode::kShared), shape(4), d); }), "1 (shared)");
+  expect_named(invalid_message([&] { kda::plan_step(key, pol(Variant::kAuto, GateMode::kPerItem), shape(4, false), d); }),
                "f_b_weight");
-  expect_named(invalid([&] { kda::plan_step(key, pol(), shape(4, true, 3), d); }), "W = 3");
-  expect_named(invalid([&] { kda::plan_step(key, pol(), shape(4), gpu(true, 1024)); }), "shared memory");
+  expect_named(invalid_message([&] { kda::plan_step(key, pol(), shape(4, true, 3), d); }), "W = 3");
+  expect_named(invalid_message([&] { kda::plan_step(key, pol(), shape(4), gpu(true, 1024)); }), "shared memory");
   for (int q : {0, 17}) {
     const StepKey k{StepMode::kRecord, 2, q};
-    EXPECT_THAT(invalid([&] { kda::plan_step(k, pol(), shape(4), d); }), HasSubstr(k.describe()));
-    EXPECT_THAT(invalid([&] { kda::plan_step(k, pol(), shape(4), cpu()); }), HasSubstr(k.describe()));
+    EXPECT_THAT(invalid_message([&] { kda::plan_step(k, pol(), shape(4), d); }), HasSubstr(k.describe()));
+    EXPECT_THAT(invalid_message([&] { kda::plan_step(k, pol(), shape(4), cpu()); }), HasSubstr(k.describe()));
   }
   const StepKey dq{StepMode::kDecode, 2, 2};
-  EXPECT_THAT(invalid([&] { kda::plan_step(dq, pol(), shape(4), d); }), HasSubstr(dq.describe()));
+  EXPECT_THAT(invalid_message([&] { kda::plan_step(dq, pol(), shape(4), d); }), HasSubstr(dq.describe()));
   const StepKey nb{StepMode::kDecode, -1, 1};
-  EXPECT_THAT(invalid([&] { kda::plan_step(nb, pol(), shape(4), d); }), HasSubstr(nb.describe()));
+  EXPECT_THAT(invalid_message([&] { kda::plan_step(nb, pol(), shape(4), d); }), HasSubstr(nb.describe()));
 }
 
 TEST(Plan, NoClustersNeverSplits) {
@@ -502,11 +492,11 @@ TEST(Plan, DecodeConvWeight) {
   // W = 2 (the CPU backend takes any W >= 2)
   const auto g2 = kda::decode_conv_weight(make_view(w.data(), DType::kF32, {3 * D, 1, 2}));
   EXPECT_EQ(g2.size(), size_t(3 * 2 * D));
-  EXPECT_THAT(invalid([&] { kda::decode_conv_weight(make_view(w.data(), DType::kF32, {3 * D - 3, 1, W})); }),
+  EXPECT_THAT(invalid_message([&] { kda::decode_conv_weight(make_view(w.data(), DType::kF32, {3 * D - 3, 1, W})); }),
               HasSubstr("conv_weight"));
-  EXPECT_THAT(invalid([&] { kda::decode_conv_weight(make_view(w.data(), DType::kF16, {3 * D, 1, W})); }),
+  EXPECT_THAT(invalid_message([&] { kda::decode_conv_weight(make_view(w.data(), DType::kF16, {3 * D, 1, W})); }),
               HasSubstr("conv_weight"));
-  EXPECT_THAT(invalid([&] { kda::decode_conv_weight(make_view(w.data(), DType::kF32, {3 * D, W})); }),
+  EXPECT_THAT(invalid_message([&] { kda::decode_conv_weight(make_view(w.data(), DType::kF32, {3 * D, W})); }),
               HasSubstr("conv_weight"));
 }
 
