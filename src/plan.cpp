@@ -14,7 +14,8 @@ std::string Plan::describe() const {
   os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode)
      << " split " << split << " threads " << threads << " ctas " << ctas << " smem " << smem;
   if (variant == Variant::kStream || variant == Variant::kWS) os << " items/cta " << items_per_cta;
-  if (variant == Variant::kWS) os << " stages " << ring_stages;
+  if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit) os << " stages " << ring_stages;
+  if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm << " items/cta " << items_per_cta;
   return os.str();
 }
 
@@ -130,12 +131,21 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     plan.fused_one_launch = true;
     return plan;
   }
-  plan.threads = cuda_config::threads_for_split(split);
-  plan.ctas = items * split;
-  plan.smem = cuda_config::StepSmem{key.q, split}.bytes();
-  if (dev.smem_optin > 0 && plan.smem + 1024 > dev.smem_optin)
-    fail("needs " + std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
-         std::to_string(dev.smem_optin));
+  plan.threads = cuda_config::kStepThreads;
+  const bool folds = key.mode == StepMode::kFused || key.mode == StepMode::kAppend;
+  const int state_bytes = layer.state_bf16 ? 2 : 4, recs = folds ? layer.records : 0;
+  // items of one head per CTA: q = 1 Wide steps only
+  const int G = (split == 1 && key.q == 1 && key.B >= 2) ? heuristics::kStepItems : 1;
+  plan.items_per_cta = G;
+  plan.ctas = int64_t(layer.H) * ((key.B + G - 1) / G) * split;
+  const heuristics::StepLayout lay =
+      heuristics::step_layout(key.q, split, state_bytes, recs, dev.smem_per_sm, dev.smem_optin, G, plan.ctas, dev.sms);
+  if (dev.smem_optin > 0 && lay.stages == 0)
+    fail("needs " + std::to_string(cuda_config::StepSmem{key.q, split, 1, state_bytes, recs, 2 + key.q, G}.bytes()) +
+         " bytes of shared memory, the device allows " + std::to_string(dev.smem_optin));
+  plan.ring_stages = lay.stages;
+  plan.ctas_per_sm = lay.ctas_per_sm;
+  plan.smem = lay.smem;
   plan.fused_one_launch = true;
   return plan;
 }

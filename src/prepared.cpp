@@ -431,6 +431,7 @@ LayerShape PreparedKda::Impl::layer_shape(const Caches& c) const {
   if (cs.defined() && cs.ndim == 3) {
     ls.window = int(conv_dim_first ? cs.shape[2] : cs.shape[1]);
     ls.conv_bytes = int(dtype_size(cs.dtype));
+    ls.records = c.correction.defined() && c.correction.ndim == 4 ? int(c.correction.shape[2]) : 0;
     // caches side of stream_layout (the inputs are checked per run: Impl::stream_inputs_ok)
     StreamOperands ops;
     ops.conv_state = cs;
@@ -455,7 +456,7 @@ bool PreparedKda::Impl::stream_inputs_ok(const InputViews& in, const TensorView&
 const Plan& PreparedKda::Impl::plan(const StepKey& key, const Caches& c) {
   const LayerShape ls = layer_shape(c);
   if (ls.state_bf16 != planned_for.state_bf16 || ls.stream_ok != planned_for.stream_ok ||
-      ls.window != planned_for.window || ls.conv_bytes != planned_for.conv_bytes) {
+      ls.window != planned_for.window || ls.conv_bytes != planned_for.conv_bytes || ls.records != planned_for.records) {
     plans.clear();  // cache facts changed: plan again (host work only)
     fallback_plans.clear();
     planned_for = ls;

@@ -91,6 +91,7 @@ const char* mode_name(StepMode m) {
     case StepMode::kPerToken: return "per_token";
     case StepMode::kRecord: return "record";
     case StepMode::kFused: return "fused";
+    case StepMode::kAppend: return "append";
   }
   return "?";
 }
@@ -100,7 +101,8 @@ StepMode parse_mode(const std::string& s) {
   if (s == "per_token") return StepMode::kPerToken;
   if (s == "record") return StepMode::kRecord;
   if (s == "fused") return StepMode::kFused;
-  throw std::invalid_argument("mode: expected one of decode, per_token, record, fused; got '" + s + "'");
+  if (s == "append") return StepMode::kAppend;
+  throw std::invalid_argument("mode: expected one of decode, append, per_token, record, fused; got '" + s + "'");
 }
 
 const char* gate_mode_name(GateMode g) {

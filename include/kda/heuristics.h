@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kda/cuda/config.h"
 #include "kda/types.h"
 
 namespace kda::heuristics {
@@ -47,6 +48,56 @@ inline constexpr int kSplitTargetCtasPerSm = 2;
 inline constexpr int kMaxSplit = 8;
 /// Stream runs two CTAs per SM only while its shared memory fits twice (bytes per CTA).
 inline constexpr int64_t kStreamTwoPerSmBytes = 113 * 1024;
+
+/// Split / Wide: the occupancy the kernel is laid out for. A CTA streams its rows through
+/// `stages` shared-memory stages; more CTAs per SM hide more of each item's dependent
+/// phases, more stages keep more of one item's state in flight. KDA_STEP_CTAS_PER_SM and
+/// KDA_STEP_MAX_STAGES are compile-time knobs for experiments (benchmarks/ladder).
+#ifndef KDA_STEP_CTAS_PER_SM
+#define KDA_STEP_CTAS_PER_SM 4
+#endif
+#ifndef KDA_STEP_MAX_STAGES
+#define KDA_STEP_MAX_STAGES 4
+#endif
+#ifndef KDA_STEP_ITEMS
+#define KDA_STEP_ITEMS 1
+#endif
+inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
+/// Items of one head per Wide CTA in q = 1 steps (1 or 2).
+inline constexpr int kStepItems = KDA_STEP_ITEMS;
+inline constexpr int kStepMaxStages = KDA_STEP_MAX_STAGES < cuda_config::kStepMaxStages ? KDA_STEP_MAX_STAGES
+                                                                                         : cuda_config::kStepMaxStages;
+/// Shared memory an SM spends on a CTA besides its dynamic shared memory: the driver's
+/// reservation (1 KiB on sm_90) and the kernel's static mbarriers and plan.
+inline constexpr int64_t kStepSmemPerCtaOverhead = 1024 + 256;
+
+struct StepLayout {
+  int stages = 0;       ///< state stages (0: does not fit)
+  int ctas_per_sm = 0;  ///< the register budget the kernel is built for (3 or 4 CTAs per SM)
+  int64_t smem = 0;     ///< dynamic shared memory per CTA
+};
+/// The layout of a Split/Wide CTA: the preferred CTAs per SM first, then fewer, each with as
+/// many stages as fit (at least two while the CTA has several chunks).
+/// `ctas` of the grid on `sms` SMs: a grid that does not fill the GPU twice has no other
+/// CTAs to hide an item's latency behind, so it takes every chunk in flight at once.
+inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
+                              int items = 1, int64_t ctas = 0, int sms = 0) {
+  const int chunks = cuda_config::chunks_per_cta(split);
+  if (smem_per_sm <= 0) smem_per_sm = smem_optin + 1024;
+  const int first = sms > 0 && ctas <= 2 * int64_t(sms) ? 2 : kStepCtasPerSm;
+  const int order[] = {first, kStepCtasPerSm, 4, 3, 2, 1};
+  for (int cps : order) {
+    const int top = chunks < kStepMaxStages ? chunks : kStepMaxStages;
+    for (int st = top; st >= 1; --st) {
+      if (st < 2 && chunks > 1 && cps > 1) break;
+      const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q, items};
+      const int64_t bytes = L.bytes();
+      if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
+      return {st, cps >= 4 ? 4 : 3, bytes};
+    }
+  }
+  return {};
+}
 
 /// The automatic variant for `items` = B·H items of a `mode` step.
 inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode) {

@@ -63,9 +63,11 @@ enum class StepMode : int8_t {
   kPerToken = 1,  ///< verify: state after token t written to slots[b, t]
   kRecord = 2,    ///< verify from a checkpoint; writes records, not the state
   kFused = 3,     ///< fold pending records into the checkpoint, then record-mode verify
+  kAppend = 4,    ///< q = 1 decode from checkpoint + pending records; writes a record, the
+                  ///< state only when the records row is full (SPEC §4 append)
 };
 const char* mode_name(StepMode m);
-/// Parses "decode" | "per_token" | "record" | "fused"; throws std::invalid_argument.
+/// Parses "decode" | "append" | "per_token" | "record" | "fused"; throws std::invalid_argument.
 StepMode parse_mode(const std::string& s);
 
 /// How z = F_B·f_a is computed (SPEC §5).

@@ -204,7 +204,7 @@ inline Resolved resolve(const Pool& P, const Step& s, int b) {
       r.row = rr;
       if (s.mode == Mode::kFused && ok) {
         const int64_t pend = P.pending[size_t(rr)];
-        if (!(pend == 0 || pend == acc) || pend > P.Qr || pend < 0) f |= kPending;
+        if (pend > P.Qr || pend < 0) f |= kPending;  // any count up to Qr (SPEC §4)
         r.pending = pend;
       }
       break;

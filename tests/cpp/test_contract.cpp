@@ -694,11 +694,11 @@ TEST(CallerErrors, Accepted) {
 
 TEST(CallerErrors, Pending) {
   const std::vector<ErrCase> cases = {
-      {"fused pending not in {0, accepted}", 0, 0,
+      {"fused pending != accepted within Qr is folded, not flagged", 0, 0,
        [](World& w) {
          w.set_pending(1, 1);
-         w.set_pending(2, 1);
-         expect_flag(w, make_step(Mode::kFused, 2, column({1, 2}), {1, 2}), kda::kPending, 1);
+         w.set_pending(2, 3);
+         expect_flag(w, make_step(Mode::kFused, 2, column({1, 2}), {1, 2}), 0, -1);
        }},
       {"fused pending = accepted > Qr", 0, 0,
        [](World& w) {

@@ -155,15 +155,19 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_EQ(p.variant, Variant::kSplit);
         EXPECT_EQ(p.split, std::max(2, kda::choose_split(items, d.sms)));
         EXPECT_EQ(p.ctas, items * p.split);
-        EXPECT_EQ(p.threads, kda::cuda_config::threads_for_split(p.split));
-        EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{q, p.split}.bytes()));
+        EXPECT_EQ(p.threads, kda::cuda_config::kStepThreads);
+        EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes()));
+        EXPECT_GE(p.ring_stages, 1);
+        EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
         EXPECT_LE(p.smem, d.smem_optin);
         EXPECT_GE(p.ctas, std::min<int64_t>(items * 8, int64_t(target) * d.sms)) << "the grid does not fill the GPU";
         const Plan w = kda::plan_step({m, B, q}, pol(Variant::kWide), shape(H), d);
         EXPECT_EQ(w.split, 1);
         EXPECT_EQ(w.ctas, items);
-        EXPECT_EQ(w.threads, kda::cuda_config::threads_for_split(1));
-        EXPECT_EQ(w.smem, (kda::cuda_config::StepSmem{q, 1}.bytes()));
+        EXPECT_EQ(w.threads, kda::cuda_config::kStepThreads);
+        EXPECT_EQ(w.smem, (kda::cuda_config::StepSmem{q, 1, w.ring_stages, 4, 0, 2 + q}.bytes()));
+        EXPECT_GE(w.ring_stages, 2) << "a Wide CTA streams at least two chunks at once";
+        EXPECT_TRUE(w.ctas_per_sm == 3 || w.ctas_per_sm == 4);
       }
 }
 

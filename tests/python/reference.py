@@ -229,7 +229,7 @@ def step(layer: RefLayer, inputs: dict, caches: RefCaches, *, mode: str, q: int,
                 f |= ROW_RANGE
             if mode == "fused" and row_ok:
                 pend = int(caches.pending[row])
-                if pend not in (0, acc) or pend > Qr or pend < 0:
+                if pend > Qr or pend < 0:  # any count up to Qr (SPEC §4)
                     f |= PENDING
         else:
             raise ValueError(mode)
