@@ -5,7 +5,9 @@
 #include <sstream>
 #include <string>
 
-#include "harness.h"
+#include "api.h"
+#include "check.h"
+#include "data.h"
 
 namespace kt {
 

@@ -75,7 +75,7 @@ inline double silu(double a) { return a * sigmoid(a); }
 // ---------------------------------------------------------------------------------------
 enum class Mode { kDecode, kPerToken, kRecord, kFused };
 
-/// Caller-error flags, numbered as SPEC §4 lists them (the harness asserts they equal the
+/// Caller-error flags, numbered as SPEC §4 lists them (data.h asserts they equal the
 /// library's values).
 enum Flag : uint32_t {
   kSlotRange = 1u << 0,

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "harness.h"
+#include "api.h"
 #include "scaffold.h"
 
 namespace kt {

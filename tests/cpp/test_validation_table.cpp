@@ -17,7 +17,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "harness.h"
+#include "api.h"
 #include "scaffold.h"
 #include "kda/plan.h"
 

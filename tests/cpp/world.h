@@ -1,9 +1,11 @@
 // tests/cpp/world.h — a layer, a cache pool and its float64 mirror, and a prepared object:
 // the scaffold of the contract tests, which run sequences of steps on the library and on the
-// reference side by side and check every step (harness.h: check_step).
+// reference side by side and check every step (check.h: check_step).
 #pragma once
 
-#include "harness.h"
+#include "api.h"
+#include "check.h"
+#include "data.h"
 
 namespace kt {
 
