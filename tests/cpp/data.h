@@ -132,6 +132,8 @@ struct LayerOpts {
   bool has_f_b = true;
   double A_log_lo = -2.0, A_log_hi = 0.5;
   double dt_lo = -1.0, dt_hi = 1.0;
+  double eps = 1e-5;       ///< RMSNorm epsilon
+  double qk_scale = 1.0;   ///< multiplies the conv bias of the q and k channels (tiny_qk_scale)
 };
 
 inline LayerData random_layer(Rng& rng, const LayerOpts& o) {
@@ -150,7 +152,7 @@ inline LayerData random_layer(Rng& rng, const LayerOpts& o) {
     L.conv_w16[i] = bf(L.conv_w[i]);
   }
   L.conv_b.resize(C);
-  for (auto& x : L.conv_b) x = float(rng.uniform(-0.3, 0.3));
+  for (size_t c = 0; c < C; ++c) L.conv_b[c] = float(rng.uniform(-0.3, 0.3) * (c < size_t(2) * D ? o.qk_scale : 1.0));
   L.f_b.resize(size_t(D) * R);
   for (auto& x : L.f_b) x = bf(rng.normal(1.0 / std::sqrt(double(R))));
   L.A_log.resize(o.H);
@@ -159,7 +161,7 @@ inline LayerData random_layer(Rng& rng, const LayerOpts& o) {
   for (auto& x : L.dt_bias) x = float(rng.uniform(o.dt_lo, o.dt_hi));
   L.norm_w.resize(K);
   for (auto& x : L.norm_w) x = float(rng.uniform(0.5, 1.5));
-  L.eps = 1e-5f;
+  L.eps = float(o.eps);
   if (o.lower_bound) L.lower_bound = -float(rng.uniform(0.5, 5.0));
   return L;
 }
@@ -272,6 +274,13 @@ struct PoolData {
     for (auto& p : pending) p = 0;
   }
 
+  /// Multiplies the q and k channels of every window by s (the extreme-input class).
+  void scale_qk_windows(double s) {
+    for (int64_t slot = 0; slot < sp.nslots; ++slot)
+      for (int64_t c = 0; c < 2 * int64_t(D()); ++c)
+        for (int64_t col = 0; col < sp.window; ++col) conv_set(slot, c, col, conv_get(slot, c, col) * s);
+  }
+
   kref::Pool to_ref() const {
     kref::Pool P;
     P.H = sp.H;
@@ -342,6 +351,7 @@ struct InputOpts {
   int64_t pitch_extra = 0;     // packed pitch beyond the minimum (garbage columns)
   int64_t view_extra = 0;      // separate views: row stride beyond their width (garbage)
   double qkv_sd = 1.0, gate_sd = 1.0, og_sd = 1.5, beta_sd = 2.0;
+  double qk_scale = 1.0;  ///< multiplies the standard deviation of the q and k columns
   bool zero_q = false, zero_k = false;
 };
 
@@ -394,7 +404,7 @@ inline InputData random_inputs(Rng& rng, int rows, int H, const InputOpts& o = {
     uint16_t* p = &in.proj[size_t(r) * in.pitch];
     row.qkv.resize(3 * D);
     for (int c = 0; c < 3 * D; ++c) {
-      double x = rng.normal(o.qkv_sd);
+      double x = rng.normal(o.qkv_sd * (c < 2 * D ? o.qk_scale : 1.0));
       if ((o.zero_q && c < D) || (o.zero_k && c >= D && c < 2 * D)) x = 0.0;
       p[c] = bf(x);
       in.qkv[size_t(r) * in.qkv_row + c] = p[c];
@@ -533,6 +543,20 @@ inline PoolSpec pool_spec(int H, int window, int64_t nslots, int Qr = 0, bool ds
   }
   return ps;
 }
+
+// ---------------------------------------------------------------------------------------
+// What the contract lets vary: the RMSNorm epsilon, the conv width (CPU backend: any W >= 2),
+// and inputs whose post-conv q and k are tiny (the l2 norm's epsilon then matters)
+// ---------------------------------------------------------------------------------------
+/// An RMSNorm epsilon, log-uniform in [1e-6, 1e-2].
+inline double draw_eps(Rng& rng) { return std::pow(10.0, rng.uniform(-6.0, -2.0)); }
+/// A conv width from {2, 3, 4, 5}.
+inline int draw_taps(Rng& rng) { return int(rng.integer(2, 5)); }
+/// The scale of the pre-conv q / k inputs, windows and conv bias that gives post-conv q and k
+/// of about `post_conv` per element: with conv taps U(-0.6, 0.6) and bias U(-0.3, 0.3) the conv
+/// output has a standard deviation of about 0.7·s for W = 4 (0.5·s to 0.8·s for W = 2..5), and
+/// SiLU(a) ≈ a / 2 near 0.
+inline double tiny_qk_scale(double post_conv) { return 2.8 * post_conv; }
 
 /// Layer options: H heads, lower-bound gate or softplus, conv bias or none.
 inline LayerOpts layer_opts(int H, bool lb = false, bool bias = true) {

@@ -298,7 +298,8 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   if (c.error && B >= 3) {
     EXPECT_EQ(res.flags, uint32_t(kref::kAccepted));
   }
-  check_step(before, pool, rp, res, &out, q, 1, s);
+  const std::optional<Continued> cont = continued_from_stored(L.ref(), before.to_ref(), pool, in.ref, st, res);
+  check_step(before, pool, rp, res, &out, q, 1, s, cont ? &*cont : nullptr);
 }
 
 TEST(SanitizerMatrix, EveryVariantEveryStepKind) {

@@ -67,8 +67,12 @@ struct World {
     sp.ref = st;
     sp.strided = strided;
     run_step(*kda, pool, in, out, sp);
+    const bool continued = pool.sp.state_bf16 && st.mode == kref::Mode::kFused;
+    const kref::Pool rp0 = continued ? rp : kref::Pool{};
     const kref::Result res = kref::step(RL, rp, in.ref, st);
-    const Measured m = check_step(before, pool, rp, res, &out, st.q, n, kda->status());
+    const std::optional<Continued> cont =
+        continued ? continued_from_stored(RL, rp0, pool, in.ref, st, res) : std::nullopt;
+    const Measured m = check_step(before, pool, rp, res, &out, st.q, n, kda->status(), cont ? &*cont : nullptr);
     if (keep) *keep = std::move(in);
     if (keep_out) *keep_out = std::move(out);
     return m;
