@@ -77,12 +77,15 @@ def copy_tree(dst):
     if os.path.exists(dst):
         shutil.rmtree(dst)
     os.makedirs(dst)
-    for name in ("CMakeLists.txt", "pyproject.toml", "include", "src", "csrc", "python", "tests", "examples"):
+    for name in ("CMakeLists.txt", "pyproject.toml", "include", "src", "csrc", "python", "tests", "examples", "docs"):
         s = os.path.join(ROOT, name)
         if os.path.isdir(s):
-            shutil.copytree(s, os.path.join(dst, name), ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+            # plain copies (fresh modification times): the build must not take an object compiled
+            # from a mutant in an earlier run for the restored source
+            shutil.copytree(s, os.path.join(dst, name), ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+                            copy_function=shutil.copy)
         elif os.path.exists(s):
-            shutil.copy2(s, os.path.join(dst, name))
+            shutil.copy(s, os.path.join(dst, name))
 
 
 class Scratch:
