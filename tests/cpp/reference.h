@@ -75,7 +75,7 @@ inline double silu(double a) { return a * sigmoid(a); }
 // ---------------------------------------------------------------------------------------
 enum class Mode { kDecode, kPerToken, kRecord, kFused };
 
-/// Caller-error flags, numbered as SPEC §4 lists them (the harness asserts they equal the
+/// Caller-error flags, numbered as SPEC §4 lists them (data.h asserts they equal the
 /// library's values).
 enum Flag : uint32_t {
   kSlotRange = 1u << 0,
@@ -150,6 +150,9 @@ struct Result {
   int64_t first = -1;       ///< lowest request index with a flag, -1 = none
   std::set<int64_t> state_written, conv_written, pending_written;
   std::set<std::pair<int64_t, int>> records_written;  ///< (row, t), all heads
+  /// Smallest and largest Σ y² over the post-conv q and k vectors (every run request, head and
+  /// token): lets a test confirm that its inputs reach the regime it is meant to cover.
+  double qk_sumsq_min = std::numeric_limits<double>::infinity(), qk_sumsq_max = 0.0;
 };
 
 inline bool is_pad(int64_t id, int64_t null_slot) { return id < 0 || id == null_slot; }
@@ -268,6 +271,8 @@ inline Result step(const Layer& L, Pool& P, const std::vector<Row>& rows, const 
           sq += yq[i] * yq[i];
           sk += yk[i] * yk[i];
         }
+        res.qk_sumsq_min = std::min({res.qk_sumsq_min, sq, sk});
+        res.qk_sumsq_max = std::max({res.qk_sumsq_max, sq, sk});
         const double nq = std::sqrt(sq + 1e-6), nk = std::sqrt(sk + 1e-6);
         for (int i = 0; i < K; ++i) {
           qn[t * K + i] = yq[i] / nq / std::sqrt(double(K));

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "harness.h"
+#include "api.h"
 #include "kda/cuda/config.h"
 #include "kda/heuristics.h"
 #include "kda/plan.h"

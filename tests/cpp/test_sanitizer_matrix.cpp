@@ -3,7 +3,7 @@
 // kind (decode, decode with out_slots, per_token, record, fused with pending 0 / = accepted / >
 // q, commit, flush) × two shapes, with pads (-1 and the null slot), a caller error, strided
 // slot tensors, padded slot strides, packed rows and separate views, and B = 0 — each result
-// checked against the float64 reference (harness.h check_step). Every byte a kernel may read
+// checked against the float64 reference (check.h check_step). Every byte a kernel may read
 // is initialised (initcheck), so a report is a kernel bug.
 //
 //   compute-sanitizer --tool memcheck build/gpu/tests/cpp/kda_tests --gtest_filter='SanitizerMatrix.*'
@@ -18,7 +18,9 @@
 #include <iostream>
 #include <memory>
 
-#include "harness.h"
+#include "api.h"
+#include "check.h"
+#include "data.h"
 
 namespace kt {
 namespace {
@@ -296,7 +298,8 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   if (c.error && B >= 3) {
     EXPECT_EQ(res.flags, uint32_t(kref::kAccepted));
   }
-  check_step(before, pool, rp, res, &out, q, 1, s);
+  const std::optional<Continued> cont = continued_from_stored(L.ref(), before.to_ref(), pool, in.ref, st, res);
+  check_step(before, pool, rp, res, &out, q, 1, s, cont ? &*cont : nullptr);
 }
 
 TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
