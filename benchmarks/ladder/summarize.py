@@ -22,7 +22,8 @@ def main(paths):
                 name = rung if r["variant_req"] in ("auto",) else f"{rung}:{r['variant_req']}"
                 if name not in rungs:
                     rungs.append(name)
-                key = (r["mode"], int(r["q"]), int(r["H"]), int(r["B"]), r["state"], r.get("gate", "0"),
+                mode = r["mode"] + (f"/{r['qr']}" if r.get("qr", "0") not in ("0", "") else "")
+                key = (mode, int(r["q"]), int(r["H"]), int(r["B"]), r["state"], r.get("gate", "0"),
                        r.get("layout", "ds"))
                 e = rows.setdefault(key, {"floor": float(r["floor_us"]), "peer": float(r.get("peer_us") or 0), "us": {}})
                 e["us"][name] = float(r["us"])

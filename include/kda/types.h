@@ -85,13 +85,12 @@ enum class Variant : int8_t {
   kCpu,
   kSplit,    ///< an item's V rows over a thread-block cluster (small batches)
   kWide,     ///< one CTA per item
-  kStream,   ///< persistent CTAs, next item prefetched with 16-byte async copies
   kWS,       ///< warp-specialised persistent CTAs (producer warp + shared-memory ring)
   kFused,    ///< fused verify (fold + verify) in the streaming form
   kFusedWS,  ///< fused verify, warp-specialised
 };
 const char* variant_name(Variant v);
-/// Parses "auto" | "cpu" | "split" | "wide" | "stream" | "ws" | "fused" | "fused_ws".
+/// Parses "auto" | "cpu" | "split" | "wide" | "ws" | "fused" | "fused_ws".
 Variant parse_variant(const std::string& s);
 
 /// The key a policy and a plan are stored under (SPEC §1): (mode, B, q).

@@ -90,7 +90,6 @@ class CudaBackend final : public Backend {
     // Every kernel may use up to the device's opt-in shared memory; plans stay below it.
     const int64_t smem = optin;
     for (cudaError_t e : {set_attrs<1>(smem), set_attrs<2>(smem), set_attrs<4>(smem), set_attrs<8>(smem),
-                          cuda::set_stream_attributes<float>(smem), cuda::set_stream_attributes<uint16_t>(smem),
                           cuda::set_ws_attributes<float>(smem), cuda::set_ws_attributes<uint16_t>(smem)}) {
       if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice)
         throw std::runtime_error("kda-decode CUDA: this build has no kernels for sm_" + std::to_string(prop.major) +
@@ -121,11 +120,6 @@ class CudaBackend final : public Backend {
     const auto s = static_cast<cudaStream_t>(stream);
     cudaError_t e = cudaErrorInvalidValue;
     const bool bf = p.state_bf16 != 0;
-    if (plan.variant == Variant::kStream) {
-      e = bf ? cuda::launch_stream<uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_stream<float>(p, plan.ctas, plan.smem, s);
-      check(e, "stream launch");
-      return;
-    }
     if (plan.variant == Variant::kWS) {
       e = bf ? cuda::launch_ws<uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_ws<float>(p, plan.ctas, plan.smem, s);
       check(e, "ws launch");

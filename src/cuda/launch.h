@@ -20,13 +20,6 @@ cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStr
 template <int SPLIT, class StateT, int Q>
 cudaError_t set_step_attributes(int64_t max_smem);
 
-/// Launches the persistent Stream kernel on `ctas` CTAs (p.items_per_cta set).
-template <class StateT>
-cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
-
-template <class StateT>
-cudaError_t set_stream_attributes(int64_t max_smem);
-
 /// Launches the warp-specialised persistent WS kernel on `ctas` CTAs (one per SM;
 /// p.items_per_cta and p.ring_stages set).
 template <class StateT>

@@ -4,7 +4,6 @@
 
 #include "kda/cuda/commit_kernel.cuh"
 #include "kda/cuda/step_kernel.cuh"
-#include "kda/cuda/stream_kernel.cuh"
 #include "kda/cuda/ws_kernel.cuh"
 #include "launch.h"
 
@@ -54,11 +53,6 @@ cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStr
 }
 
 template <class StateT>
-cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  return launch_pdl(kda_stream_kernel<StateT>, p, ctas, cuda_config::kStreamThreads, smem, stream);
-}
-
-template <class StateT>
 cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
   return launch_pdl(kda_ws_kernel<StateT>, p, ctas, cuda_config::kWsThreads, smem, stream);
 }
@@ -66,11 +60,6 @@ cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStrea
 template <class StateT>
 cudaError_t set_ws_attributes(int64_t max_smem) {
   return set_max_dynamic_smem(kda_ws_kernel<StateT>, max_smem);
-}
-
-template <class StateT>
-cudaError_t set_stream_attributes(int64_t max_smem) {
-  return set_max_dynamic_smem(kda_stream_kernel<StateT>, max_smem);
 }
 
 template <int SPLIT, class StateT, int Q>
@@ -92,10 +81,6 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
   template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q>(const kda::StepParams&, int64_t, int64_t, \
                                                                cudaStream_t);                          \
   template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q>(int64_t);
-
-#define KDA_INSTANTIATE_STREAM(STATE)                                                                 \
-  template cudaError_t kda::cuda::launch_stream<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \
-  template cudaError_t kda::cuda::set_stream_attributes<STATE>(int64_t);
 
 #define KDA_INSTANTIATE_WS(STATE)                                                                     \
   template cudaError_t kda::cuda::launch_ws<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \

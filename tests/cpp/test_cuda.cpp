@@ -97,9 +97,9 @@ struct World {
     rows = c.B * c.q;
     Qr = std::max(c.q, 4);
     const int gate_cols = c.gate2 ? D : kRank;
-    // padding columns with garbage; Stream needs 16-byte aligned rows (else it falls back)
+    // padding columns with garbage; WS needs 16-byte aligned rows (else it falls back)
     pitch = 4 * D + gate_cols + c.H + 24;
-    if (c.variant == Variant::kStream || c.variant == Variant::kWS || c.variant == Variant::kAuto) pitch = (pitch + 7) / 8 * 8;
+    if (c.variant == Variant::kWS || c.variant == Variant::kAuto) pitch = (pitch + 7) / 8 * 8;
     std::normal_distribution<float> n01(0.f, 1.f);
     std::uniform_real_distribution<float> u01(0.f, 1.f);
     auto fill_f32 = [&](Mirror& m, std::size_t n, float scale, float shift = 0.f) {
@@ -189,6 +189,7 @@ struct World {
     for (int b = 0; b < c.B; ++b) {
       const int s = slots.h<int>()[b * cols];
       if (s > 0 && c.mode == StepMode::kFused && (rng() & 1)) pending.h<int>()[s] = accepted.h<int>()[b];
+      if (s > 0 && c.mode == StepMode::kAppend) pending.h<int>()[s] = int(rng() % unsigned(Qr + 1));  // Qr: a full row
     }
     slots.up();
     accepted.up();
@@ -378,15 +379,16 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
   const int Bs[] = {1, 2, 7, 64, 300};
   const int qs[] = {1, 2, 4, 8};
   int cases = 0;
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS, Variant::kAuto})
-    for (StepMode m : {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS, Variant::kAuto})
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 6; ++rep) {
+        if (m == StepMode::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         Config c;
         c.variant = v;
         c.mode = m;
         c.H = Hs[pick() % 5];
         c.B = Bs[pick() % 5];
-        c.q = m == StepMode::kDecode ? 1 : qs[pick() % 4];
+        c.q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : qs[pick() % 4];
         while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 3);  // keep the CPU side quick
         c.lower_bound = rep & 1;
         c.ds = (rep >> 1) & 1;
@@ -406,7 +408,7 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
 
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
   uint32_t seed = 77;
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused}) {
       Config c;
       c.variant = v;
@@ -518,7 +520,7 @@ TEST_F(CudaVsCpu, TwoDevices) {
 
 /// Same inputs, same bits: two runs from identical caches.
 TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (StepMode m : {StepMode::kDecode, StepMode::kFused}) {
       Config c;
       c.variant = v;
@@ -543,7 +545,7 @@ TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
 /// commit(n) after a record-mode verify == the per-token state after n tokens, bitwise; and
 /// fused(pending = n) == flush(n) then fused(pending = 0), bitwise.
 TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (bool bf16 : {false, true}) {
       Config c;
       c.variant = v;
@@ -601,7 +603,7 @@ TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
 }
 
 TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
     Config c;
     c.variant = v;
     c.mode = StepMode::kFused;
@@ -628,9 +630,52 @@ TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
   }
 }
 
+/// SPEC §8: n append steps then flush equal n decode steps bitwise (fp32 state: states,
+/// outputs, windows), per variant; the two worlds hold the same data (mode set after the draws).
+TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
+  uint32_t seed = 4100;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kAuto})
+    for (int n : {1, 3, 4, 5, 14}) {
+      Config c;
+      c.variant = v;
+      c.mode = StepMode::kDecode;
+      c.H = 3 + n % 2;
+      c.B = 4 + n;
+      c.lower_bound = n % 2;
+      c.ds = n != 4;
+      c.gate2 = n == 5;
+      World d(c, seed), a(c, seed);
+      ++seed;
+      a.c.mode = StepMode::kAppend;
+      for (int i = 0; i < a.P; ++i) a.pending.h<int>()[i] = 0;
+      a.pending.up();
+      PreparedKda kd(d.weights(true), d.policies(true), c.ds, 0), ka(a.weights(true), a.policies(true), c.ds, 0);
+      kd.prepare(d.caches(true));
+      ka.prepare(a.caches(true));
+      std::mt19937 in_rng(seed * 7);
+      std::normal_distribution<float> n01(0.f, 1.f);
+      for (int step = 0; step < n; ++step) {
+        for (std::size_t i = 0; i < std::size_t(d.rows) * d.pitch; ++i) d.proj.h<uint16_t>()[i] = bf(n01(in_rng));
+        a.proj.host = d.proj.host;
+        d.proj.up();
+        a.proj.up();
+        kd.run(d.projected(true), d.outv(true), d.caches(true), d.args(true));
+        ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(d.out.down(), a.out.down()) << variant_name(v) << " n " << n << ": outputs of step " << step;
+        ASSERT_EQ(d.conv.down(), a.conv.down()) << variant_name(v) << " n " << n << ": windows after step " << step;
+      }
+      ka.flush(a.caches(true), make_view(a.slots.dev, DType::kI32, {c.B}, {a.slots_cols}, Device::kCUDA), TensorView{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(d.state.down(), a.state.down()) << variant_name(v) << " n " << n << ": state after flush";
+      EXPECT_EQ(kd.status().flags, 0u);
+      EXPECT_EQ(ka.status().flags, 0u);
+    }
+}
+
 /// run captured in a CUDA graph, replayed with new inputs copied into the same buffers.
 TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
     Config c;
     c.variant = v;
     c.H = 4;
@@ -681,7 +726,7 @@ TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
 
 /// Caller errors in the data: flagged with the lowest request index, nothing written.
 TEST_F(CudaVsCpu, ErrorFlagsOnDevice) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
     Config c;
     c.variant = v;
     c.mode = StepMode::kPerToken;
