@@ -22,16 +22,17 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-TABLES = (("kDecodeRules", "decode"), ("kAppendRules", "append"), ("kPerTokenRules", "per_token"),
-          ("kVerifyRules", "record"), ("kFusedRules", "fused"))
+TABLES = ("kDecodeRules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules", "kVerifyQ1Rules",
+          "kVerifyQ4Rules", "kVerifyRules")
 
 
 def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
-    """{'decode': [(min_items, 'wide'), ...], 'append', 'per_token', 'record', 'fused'} from the
-    C++ tables (kVerifyRules is the record table)."""
+    """{'kDecodeRules': [(min_items, 'wide'), ...], ...}: the C++ rule tables (auto_variant in
+    include/kda/heuristics.h says which table serves which step kind and q)."""
     text = open(path).read()
     out = {}
-    for name, key in TABLES:
+    for name in TABLES:
+        key = name
         m = re.search(name + r"\[\]\s*=\s*\{(.*?)\};", text, re.S)
         if not m:
             raise SystemExit(f"policy_eval: {name} not found in {path}")
@@ -40,8 +41,19 @@ def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h"))
     return out
 
 
-def pick(rules, mode, items):
-    table = rules[mode]
+def table_of(mode, q):
+    """The table auto_variant reads for a step kind and q."""
+    if mode == "decode":
+        return "kDecodeRules"
+    if mode == "append":
+        return "kAppendRules"
+    if mode == "per_token":
+        return "kPerTokenQ1Rules" if q == 1 else "kPerTokenRules"
+    return "kVerifyQ1Rules" if q == 1 else "kVerifyQ4Rules" if q == 4 else "kVerifyRules"
+
+
+def pick(rules, mode, items, q=1):
+    table = rules[table_of(mode, q)]
     v = table[0][1]
     for n, var in table:
         if items >= n:
@@ -75,7 +87,7 @@ def score(rules, points):
             continue
         mode, q, H, B = key
         best = min(times, key=times.get)
-        p = pick(rules, mode, B * H)
+        p = pick(rules, mode, B * H, q)
         rows.append((key, best, p, times[p] / times[best] if p in times else None, times))
     return rows
 

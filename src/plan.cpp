@@ -73,7 +73,7 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   int split = 1;
   switch (v) {
     case Variant::kAuto:
-      v = heuristics::auto_variant(items, key.mode);
+      v = heuristics::auto_variant(items, key.mode, key.q);
       if (v == Variant::kWS && !(ws_fits && ws_mode)) v = Variant::kWide;
       if (v == Variant::kSplit) {
         if (!dev.clusters) v = Variant::kWide;

@@ -18,17 +18,23 @@ struct AutoRule {
   int64_t min_items;
   Variant variant;
 };
-/// decode: Split (the item's rows over a cluster) for the smallest grids, WS where one
-/// persistent CTA per SM holds one item (around 96 items), Wide elsewhere.
+/// decode (docs/data/sweep_s11_run3_decode.csv): Split (the item's rows over a cluster) for
+/// the smallest grids, WS where one persistent CTA per SM holds one item (around 96 items),
+/// Wide elsewhere.
 inline constexpr AutoRule kDecodeRules[] = {
     {0, Variant::kSplit}, {17, Variant::kWide}, {64, Variant::kWS}, {133, Variant::kWide}};
 /// append: decode's table without WS (WS has no append path).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {17, Variant::kWide}};
-/// per_token: WS at every measured size (the Split/Wide q > 1 path is slower).
+/// verify steps (docs/data/sweep_s11_run3_verify*.csv), by q: with one token the Split/Wide
+/// kernel wins every kind at every measured size (per_token 6–8%, record 12–16%, fused
+/// 14–24%); with more tokens WS's register-resident token loop wins, except record and fused
+/// at q = 4 from a few thousand items (Wide 0–8% faster at 3072–24576 items). q = 16 does not
+/// fit WS's ring: Wide.
+inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kWide}};
 inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kWS}};
-/// record / fused: WS up to a few thousand items, Wide from there.
-inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWS}, {6144, Variant::kWide}};
-inline constexpr AutoRule kFusedRules[] = {{0, Variant::kWS}, {6144, Variant::kWide}};
+inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};  // record, fused at q = 1
+inline constexpr AutoRule kVerifyQ4Rules[] = {{0, Variant::kWS}, {3072, Variant::kWide}};  // q = 4
+inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWS}};     // record, fused at other q
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).
@@ -90,8 +96,8 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   return {};
 }
 
-/// The automatic variant for `items` = B·H items of a `mode` step.
-inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode) {
+/// The automatic variant for `items` = B·H items of a `mode` step with `q` tokens.
+inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1) {
   auto pick = [items](const auto& rules) {
     Variant v = rules[0].variant;
     for (const AutoRule& r : rules)
@@ -101,9 +107,8 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode) {
   switch (mode) {
     case StepMode::kDecode: return pick(kDecodeRules);
     case StepMode::kAppend: return pick(kAppendRules);
-    case StepMode::kPerToken: return pick(kPerTokenRules);
-    case StepMode::kFused: return pick(kFusedRules);
-    default: return pick(kVerifyRules);
+    case StepMode::kPerToken: return q == 1 ? pick(kPerTokenQ1Rules) : pick(kPerTokenRules);
+    default: return q == 1 ? pick(kVerifyQ1Rules) : q == 4 ? pick(kVerifyQ4Rules) : pick(kVerifyRules);
   }
 }
 

@@ -400,7 +400,15 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
         // the RMSNorm epsilon log-uniform in [1e-6, 1e-2]; tiny post-conv q and k in one case in six
         c.eps = float(std::pow(10.0, -6.0 + 4.0 * double(pick() % 1000) / 999.0));
         if (pick() % 6 == 0) c.tiny = (pick() & 1) ? 1e-3f : 1e-4f;
-        run_case(c, seed++);
+        // a forced 'ws' whose two ring stages do not fit (long fused windows) is refused at
+        // prepare, naming the reason: that is the contract, not a failure
+        try {
+          run_case(c, seed++);
+        } catch (const std::invalid_argument& e) {
+          const std::string msg = e.what();
+          EXPECT_TRUE(v == Variant::kWS && msg.find("ring stages") != std::string::npos) << c.name() << ": " << msg;
+          continue;
+        }
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] " << cases << " configurations\n";

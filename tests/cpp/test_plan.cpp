@@ -93,8 +93,8 @@ TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
 
 /// What auto must pick for `items` on `d` (the measured table of kda/heuristics.h, with its
 /// fallbacks: WS only where its layout and shared memory fit, Split only with clusters).
-Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits) {
-  Variant v = kda::heuristics::auto_variant(items, m);
+Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1) {
+  Variant v = kda::heuristics::auto_variant(items, m, q);
   if (v == Variant::kWS && (!stream_fits || m == StepMode::kAppend)) v = Variant::kWide;
   if (v == Variant::kSplit && !d.clusters) v = Variant::kWide;
   return v;
@@ -113,7 +113,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
           const int64_t items = int64_t(B) * H;
           const DeviceInfo dd = gpu(clusters);
           const Plan p = kda::plan_step({m, B, q}, pol(), shape(H), dd);  // stream_ok = false
-          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false)) << StepKey{m, B, q}.describe() << " H " << H;
+          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q)) << StepKey{m, B, q}.describe() << " H " << H;
           EXPECT_EQ(p.gate_mode, GateMode::kPerItem);
           EXPECT_TRUE(p.fused_one_launch);
           if (p.variant == Variant::kWide) {
@@ -131,8 +131,12 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
     for (size_t i = 1; i < std::size(rules); ++i) EXPECT_GT(rules[i].min_items, rules[i - 1].min_items);
   };
   sorted(kda::heuristics::kDecodeRules);
+  sorted(kda::heuristics::kAppendRules);
+  sorted(kda::heuristics::kPerTokenQ1Rules);
+  sorted(kda::heuristics::kPerTokenRules);
+  sorted(kda::heuristics::kVerifyQ1Rules);
+  sorted(kda::heuristics::kVerifyQ4Rules);
   sorted(kda::heuristics::kVerifyRules);
-  sorted(kda::heuristics::kFusedRules);
 }
 
 TEST(Plan, SplitFactorsFillTheGpu) {
@@ -269,9 +273,9 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   // kda/heuristics.h: decode Split up to 16 items, Wide from 17, WS at 64–132 (one persistent
-  // CTA per SM holds one item), Wide from 133; append the same without WS; per_token WS;
-  // record / fused WS below 6144 items, Wide from 6144; Wide wherever the layout forbids bulk
-  // copies or two WS ring stages do not fit.
+  // CTA per SM holds one item), Wide from 133; append the same without WS; verify q = 1 Wide;
+  // per_token q > 1 WS; record / fused WS, at q = 4 Wide from 3072 items; Wide wherever the
+  // layout forbids bulk copies or two WS ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
@@ -291,9 +295,15 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   EXPECT_EQ(pick(StepMode::kAppend, 3, 1, l), Variant::kWide);    // 96: no WS append path
   EXPECT_EQ(pick(StepMode::kPerToken, 1, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 4, l), Variant::kWS);
+  EXPECT_EQ(pick(StepMode::kPerToken, 256, 1, l), Variant::kWide);  // q = 1: Wide everywhere
   for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
-    EXPECT_EQ(pick(m, 191, 4, l), Variant::kWS) << int(m);    // 6112 items
-    EXPECT_EQ(pick(m, 192, 4, l), Variant::kWide) << int(m);  // 6144
+    EXPECT_EQ(pick(m, 95, 4, l), Variant::kWS) << int(m);    // 3040 items
+    EXPECT_EQ(pick(m, 96, 4, l), Variant::kWide) << int(m);  // 3072
+    EXPECT_EQ(pick(m, 256, 2, l), Variant::kWS) << int(m);   // q = 2, 8: WS at every size
+    LayerShape l10 = l;
+    l10.window = 10;  // W - 2 + q for q = 8
+    EXPECT_EQ(pick(m, 256, 8, l10), Variant::kWS) << int(m);
+    EXPECT_EQ(pick(m, 8, 1, l), Variant::kWide) << int(m);   // q = 1
   }
   l.stream_ok = false;
   EXPECT_EQ(pick(StepMode::kDecode, 3, 1, l), Variant::kWide);

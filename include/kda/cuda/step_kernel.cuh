@@ -400,6 +400,15 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       for (int i = 0; i < RPW; ++i) S[i] = load_smem_row4(st + i * K);
     }
     if (c + stages < NCH) {
+      // NOTES: the refill is a write by the async proxy (the bulk copy) after reads by the
+      // generic proxy; bar.sync orders the threads' accesses among themselves only. So each
+      // thread first waits for its loads' data (the asm consumes the registers) and fences
+      // the proxies, then the barrier hands the stage to the copy. Without it a few rows of
+      // an item could be read after the next chunk had landed (seen once in 120 GPU cases
+      // with two stages).
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
+      ptx::fence_proxy_async(ptx::space_shared);
       __syncthreads();  // every warp has read stage s: refill it with chunk c + stages
       if (tid == 0) {
         const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
