@@ -8,49 +8,15 @@ through its custom ops instead (they call back into ``_step``'s eager path).
 
 from __future__ import annotations
 
-import itertools
-import sys
-import weakref
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from . import _core
+from . import weights as _w
 from ._core import Policy, Status
 from .arguments import cache_fields, native_caches, policy, policy_list, resolve_stream, step_args, tensor
+from .handles import prepared_of, register, traced_ops
 
 __all__ = ["PreparedKda", "prepared_of"]
-
-_KEEP = object()  # "keep the current value" default of process_weights_after_loading
-_WEIGHT_NAMES = ("conv_weight", "A_log", "dt_bias", "norm_weight", "f_b_weight", "conv_bias")
-
-# Live PreparedKda objects by integer handle: the torch custom ops (kda_decode.torch) take
-# the handle, not the object (an op's arguments must be tensors and scalars).
-_LIVE: weakref.WeakValueDictionary[int, PreparedKda] = weakref.WeakValueDictionary()
-_NEXT_HANDLE = itertools.count(1)
-
-
-def prepared_of(handle: int) -> PreparedKda:
-    """The live :class:`PreparedKda` with this handle (``kda._handle``).
-
-    Raises:
-        RuntimeError: no live object has this handle (it was garbage-collected: keep the
-            PreparedKda alive as long as graphs or compiled functions use it).
-    """
-    kda = _LIVE.get(int(handle))
-    if kda is None:
-        raise RuntimeError(f"kda_decode: no live PreparedKda with handle {handle} (was it garbage-collected?)")
-    return kda
-
-
-def _traced_ops() -> Any:
-    """kda_decode.torch while torch.compile traces the caller, else None (never imports torch)."""
-    ops = sys.modules.get(__package__ + ".torch")
-    if ops is not None and ops.compiling():
-        return ops
-    return None
-
-
-def _weights(**w: Any) -> Dict[str, Any]:
-    return {k: tensor(w[k]) for k in _WEIGHT_NAMES}
 
 
 class PreparedKda:
@@ -102,7 +68,7 @@ class PreparedKda:
         null_slot: int = 0,
         default_policy: Optional[Policy] = None,
     ):
-        weights = _weights(
+        weights = _w.convert(
             conv_weight=conv_weight,
             A_log=A_log,
             dt_bias=dt_bias,
@@ -114,18 +80,7 @@ class PreparedKda:
         dflt = policy(default_policy, "default_policy")
         lb = None if lower_bound is None else float(lower_bound)
         self._core = _core.PreparedKda(
-            weights["conv_weight"],
-            weights["A_log"],
-            weights["dt_bias"],
-            weights["norm_weight"],
-            weights["f_b_weight"],
-            weights["conv_bias"],
-            float(eps),
-            lb,
-            pol,
-            bool(conv_dim_first),
-            int(null_slot),
-            dflt,
+            *_w.ordered(weights), float(eps), lb, pol, bool(conv_dim_first), int(null_slot), dflt
         )
         # Keep the borrowed (and copied) weights alive: the C++ object holds their addresses.
         self._weights = weights
@@ -136,8 +91,7 @@ class PreparedKda:
         self._conv_dim_first = bool(conv_dim_first)
         self._null_slot = int(null_slot)
         self._module_opts: Optional[Dict[str, bool]] = None  # set by from_module: how to read the module again
-        self._handle = next(_NEXT_HANDLE)
-        _LIVE[self._handle] = self
+        self._handle = register(self)
 
     # ---- properties ------------------------------------------------------------------
     @property
@@ -310,7 +264,7 @@ class PreparedKda:
         stream: Any,
     ) -> None:
         """The one step behind run (``inputs`` = (projected,)) and run_views (the four views)."""
-        ops = _traced_ops()
+        ops = traced_ops()
         if ops is not None:  # torch.compile: the custom op (current stream; `stream` ignored)
             ops.step(
                 self,
@@ -348,7 +302,7 @@ class PreparedKda:
         Raises:
             As :meth:`run`.
         """
-        ops = _traced_ops()
+        ops = traced_ops()
         if ops is not None:  # torch.compile: the custom op
             ops.commit(self, caches, slots, record_rows, counts)
             return
@@ -366,7 +320,7 @@ class PreparedKda:
         Raises:
             As :meth:`run` (e.g. ArgumentError when ``pending`` is missing).
         """
-        ops = _traced_ops()
+        ops = traced_ops()
         if ops is not None:  # torch.compile: the custom op
             ops.flush(self, caches, slots, record_rows)
             return
@@ -443,7 +397,7 @@ class PreparedKda:
         f_b_weight: Any = None,
         conv_bias: Any = None,
         eps: Optional[float] = None,
-        lower_bound: Any = _KEEP,
+        lower_bound: Any = _w.KEEP,
     ) -> None:
         """Recomputes the derived conv/norm copies in place after a weight (re)load.
 
@@ -470,37 +424,18 @@ class PreparedKda:
             f_b_weight=f_b_weight,
             conv_bias=conv_bias,
         )
-        if attention is not None:
-            named = [k for k, v in given.items() if v is not None]
-            if named:
-                raise TypeError(
-                    f"process_weights_after_loading: pass the module or the weights, not both (got {named})"
-                )
-            from .vllm import read_module
-
-            opts = self._module_opts or dict(precomputed_gate=self._weights.get("f_b_weight") is None)
-            given, m_eps, m_lb = read_module(attention, opts["precomputed_gate"])
-            eps = m_eps if eps is None else eps
-            lower_bound = m_lb if lower_bound is _KEEP else lower_bound
-        else:
-            missing = [k for k in _WEIGHT_NAMES[:4] if given[k] is None]
-            if missing:
-                raise TypeError(
-                    f"process_weights_after_loading: missing weights {missing} (or pass the attention module)"
-                )
-        weights = _weights(**given)
-        new_eps = self._eps if eps is None else float(eps)
-        new_lb = self._lower_bound if lower_bound is _KEEP else (None if lower_bound is None else float(lower_bound))
-        self._core.process_weights_after_loading(
-            weights["conv_weight"],
-            weights["A_log"],
-            weights["dt_bias"],
-            weights["norm_weight"],
-            weights["f_b_weight"],
-            weights["conv_bias"],
-            new_eps,
-            new_lb,
+        opts = self._module_opts or dict(precomputed_gate=self._weights.get("f_b_weight") is None)
+        weights, new_eps, new_lb = _w.reload_arguments(
+            attention,
+            given,
+            eps,
+            lower_bound,
+            precomputed_gate=opts["precomputed_gate"],
+            current_eps=self._eps,
+            current_lower_bound=self._lower_bound,
         )
+        cw, a_log, dtb, nw, fb, cb = _w.ordered(weights)
+        self._core.process_weights_after_loading(cw, a_log, dtb, nw, fb, cb, new_eps, new_lb)
         self._weights = weights
         self._eps = new_eps
         self._lower_bound = new_lb
