@@ -68,8 +68,9 @@ void bind_arguments(nb::module_& m) {
           "__init__",
           [](PyStepArgs* self, nb::object slots, int q, std::string mode, nb::object accepted, nb::object out_slots,
              nb::object record_rows, uintptr_t stream) {
-            new (self) PyStepArgs{std::move(slots), q,           std::move(mode), std::move(accepted),
-                                  std::move(out_slots), std::move(record_rows), stream};
+            new (self)
+                PyStepArgs{std::move(slots),       q,     std::move(mode), std::move(accepted), std::move(out_slots),
+                           std::move(record_rows), stream};
           },
           "slots"_a.none(), "q"_a = 1, "mode"_a = "decode", "accepted"_a.none() = nb::none(),
           "out_slots"_a.none() = nb::none(), "record_rows"_a.none() = nb::none(), "stream"_a = 0)

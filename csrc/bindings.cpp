@@ -87,9 +87,9 @@ void bind_prepared(nb::module_& m) {
             }
             new (self) Core{std::move(impl)};
           },
-          "conv_weight"_a.none(), "A_log"_a.none(), "dt_bias"_a.none(), "norm_weight"_a.none(),
-          "f_b_weight"_a.none(), "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none(), "policies"_a,
-          "conv_dim_first"_a, "null_slot"_a, "default_policy"_a)
+          "conv_weight"_a.none(), "A_log"_a.none(), "dt_bias"_a.none(), "norm_weight"_a.none(), "f_b_weight"_a.none(),
+          "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none(), "policies"_a, "conv_dim_first"_a, "null_slot"_a,
+          "default_policy"_a)
       .def(
           "prepare",
           [](Core& self, const PyCaches& caches) {
@@ -160,8 +160,8 @@ void bind_prepared(nb::module_& m) {
             nb::gil_scoped_release nogil;
             self.impl->process_weights_after_loading(w);
           },
-          "conv_weight"_a.none(), "A_log"_a.none(), "dt_bias"_a.none(), "norm_weight"_a.none(),
-          "f_b_weight"_a.none(), "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none())
+          "conv_weight"_a.none(), "A_log"_a.none(), "dt_bias"_a.none(), "norm_weight"_a.none(), "f_b_weight"_a.none(),
+          "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none())
       .def(
           "status",
           [](Core& self, uintptr_t stream) {

@@ -99,7 +99,8 @@ kda::TensorView view_of(const Arr& a, const char* name) {
 [[noreturn]] void not_importable(nb::handle obj, const char* name, bool writable) {
   throw kda::DTypeError(name,
                         std::string("a tensor exporting DLPack (numpy array, torch tensor, ...)") +
-                            (writable ? " that is writable" : "") + " (torch tensors that require grad must be detached)",
+                            (writable ? " that is writable" : "") +
+                            " (torch tensors that require grad must be detached)",
                         py_type_name(obj));
 }
 

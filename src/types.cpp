@@ -57,8 +57,7 @@ std::string TensorView::describe() const {
   return os.str();
 }
 
-TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
-                     Device device, int device_id) {
+TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device, int device_id) {
   TensorView v;
   v.data = data;
   v.dtype = dtype;

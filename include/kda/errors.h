@@ -26,7 +26,8 @@ class Error : public std::invalid_argument {
 
  protected:
   /// A message that is not of the expected/got form (PlanError).
-  Error(std::string operand, const std::string& message) : std::invalid_argument(message), operand_(std::move(operand)) {}
+  Error(std::string operand, const std::string& message)
+      : std::invalid_argument(message), operand_(std::move(operand)) {}
 
  private:
   std::string operand_, expected_, got_;

@@ -36,8 +36,7 @@ class PreparedKda {
   /// [slots, 3D, window], false = SD [slots, window, 3D] (vLLM's default). `null_slot`:
   /// the pad slot id besides negatives (vLLM's NULL_BLOCK_ID = 0); -1 disables it.
   /// Throws kda::Error on bad weights, a bad null_slot or a bad policy key.
-  PreparedKda(const LayerWeights& weights,
-              std::unordered_map<StepKey, Policy, StepKeyHash> policies = {},
+  PreparedKda(const LayerWeights& weights, std::unordered_map<StepKey, Policy, StepKeyHash> policies = {},
               bool conv_dim_first = false, int null_slot = 0, Policy default_policy = {});
   ~PreparedKda();
   PreparedKda(const PreparedKda&) = delete;
@@ -50,21 +49,18 @@ class PreparedKda {
   /// · out_gate [3D,4D) · gate_in [4D,4D+R) (mode 2: [4D,5D)) · beta next · padding.
   /// rows = B·q. Writes out [rows, D] bf16 and the caches of the step kind. Launches on
   /// args.stream, allocates nothing, never synchronises.
-  void run(const TensorView& projected, const TensorView& out, const Caches& caches,
-           const StepArgs& args);
+  void run(const TensorView& projected, const TensorView& out, const Caches& caches, const StepArgs& args);
 
   /// As run, from four separate input views (vLLM's buffers), no copy.
-  void run_views(const InputViews& in, const TensorView& out, const Caches& caches,
-                 const StepArgs& args);
+  void run_views(const InputViews& in, const TensorView& out, const Caches& caches, const StepArgs& args);
 
   /// Folds, per request b, the first counts[b] records of its row into its checkpoint
   /// state slots[b] (SPEC §4). record_rows optional (default: the checkpoint slot).
-  void commit(const Caches& caches, const TensorView& slots, const TensorView& record_rows,
-              const TensorView& counts, void* stream = nullptr);
+  void commit(const Caches& caches, const TensorView& slots, const TensorView& record_rows, const TensorView& counts,
+              void* stream = nullptr);
 
   /// commit with counts = pending[row], then pending[row] = 0.
-  void flush(const Caches& caches, const TensorView& slots, const TensorView& record_rows,
-             void* stream = nullptr);
+  void flush(const Caches& caches, const TensorView& slots, const TensorView& record_rows, void* stream = nullptr);
 
   /// Recomputes the derived conv/norm copies in place (same addresses: captured CUDA graphs
   /// stay valid). The borrowed weights must still live where they did.

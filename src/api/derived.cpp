@@ -19,8 +19,10 @@ std::vector<unsigned char> host_span(Backend& be, const TensorView& t, TensorVie
   for (int d = 0; d < t.ndim; ++d) hi += (t.shape[d] - 1) * t.strides[d];
   const std::size_t bytes = std::size_t(hi + 1) * dtype_size(t.dtype);
   std::vector<unsigned char> buf(bytes);
-  if (t.device == Device::kCPU) std::memcpy(buf.data(), t.data, bytes);
-  else be.download(buf.data(), t.data, bytes);
+  if (t.device == Device::kCPU)
+    std::memcpy(buf.data(), t.data, bytes);
+  else
+    be.download(buf.data(), t.data, bytes);
   *host_view = t;
   host_view->data = buf.data();
   host_view->device = Device::kCPU;

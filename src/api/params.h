@@ -30,7 +30,6 @@ StepParams step_params(const LayerParams& lp, const InputViews& in, const Tensor
 
 /// commit (counts given) or flush (counts undefined: fold pending, then zero it).
 CommitParams commit_params(const LayerParams& lp, const Caches& c, const validate::CacheFacts& facts,
-                           const TensorView& slots, const TensorView& record_rows, const TensorView& counts,
-                           int64_t B);
+                           const TensorView& slots, const TensorView& record_rows, const TensorView& counts, int64_t B);
 
 }  // namespace kda::api

@@ -114,8 +114,7 @@ const Plan& PreparedKda::plan_for(const StepKey& key, const Caches& caches) {
   return m.resolve(key, caches);
 }
 
-void PreparedKda::run(const TensorView& projected, const TensorView& out, const Caches& caches,
-                      const StepArgs& args) {
+void PreparedKda::run(const TensorView& projected, const TensorView& out, const Caches& caches, const StepArgs& args) {
   Impl& m = *impl_;
   const int64_t B = validate::step_rows(args.mode, args.q, validate::projected_rows(projected));
   const auto facts = validate::caches(caches, m.layer, validate::needs_of(args.mode));
@@ -124,8 +123,7 @@ void PreparedKda::run(const TensorView& projected, const TensorView& out, const 
   m.step(in, out, caches, facts, args, B, plan, projected.strides[0]);
 }
 
-void PreparedKda::run_views(const InputViews& in, const TensorView& out, const Caches& caches,
-                            const StepArgs& args) {
+void PreparedKda::run_views(const InputViews& in, const TensorView& out, const Caches& caches, const StepArgs& args) {
   Impl& m = *impl_;
   const int64_t B = validate::step_rows(args.mode, args.q, validate::views_rows(in));
   const auto facts = validate::caches(caches, m.layer, validate::needs_of(args.mode));
@@ -138,8 +136,7 @@ void PreparedKda::commit(const Caches& caches, const TensorView& slots, const Te
   impl_->fold(caches, slots, record_rows, counts, /*flush=*/false, stream);
 }
 
-void PreparedKda::flush(const Caches& caches, const TensorView& slots, const TensorView& record_rows,
-                        void* stream) {
+void PreparedKda::flush(const Caches& caches, const TensorView& slots, const TensorView& record_rows, void* stream) {
   impl_->fold(caches, slots, record_rows, TensorView{}, /*flush=*/true, stream);
 }
 

@@ -20,9 +20,9 @@ namespace kda {
 namespace {
 
 enum Needs : unsigned {
-  kClusters = 1u << 0,        ///< thread-block clusters (sm_90+)
-  kAlignedCaches = 1u << 1,   ///< LayerShape::stream_ok: caches_aligned()
-  kAlignedInputs = 1u << 2,   ///< inputs_aligned() at run time, else Plan::fallback
+  kClusters = 1u << 0,       ///< thread-block clusters (sm_90+)
+  kAlignedCaches = 1u << 1,  ///< LayerShape::stream_ok: caches_aligned()
+  kAlignedInputs = 1u << 2,  ///< inputs_aligned() at run time, else Plan::fallback
 };
 
 /// Static shared memory of the Stream / WS kernels (plan ring, mbarriers): headroom below
@@ -159,8 +159,8 @@ Plan plan_cuda(const Context& c, Plan plan, Variant v, bool forced) {
 
 std::string Plan::describe() const {
   std::ostringstream os;
-  os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode) << " split "
-     << split << " threads " << threads << " ctas " << ctas << " smem " << smem;
+  os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode) << " split " << split
+     << " threads " << threads << " ctas " << ctas << " smem " << smem;
   if (variant == Variant::kStream || variant == Variant::kWS) os << " items/cta " << items_per_cta;
   if (variant == Variant::kWS) os << " stages " << ring_stages;
   if (fallback) os << " (unaligned inputs: " << variant_name(fallback->variant) << ")";

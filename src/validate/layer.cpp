@@ -85,7 +85,8 @@ Layer weights(const LayerWeights& w, bool conv_dim_first) {
 
 void reload(const LayerWeights& w, const Layer& layer) {
   const int h = check_a_log(w.A_log);
-  if (h != layer.H) throw ShapeError("A_log", "H = " + std::to_string(layer.H) + " (as at construction)", std::to_string(h));
+  if (h != layer.H)
+    throw ShapeError("A_log", "H = " + std::to_string(layer.H) + " (as at construction)", std::to_string(h));
   const Place place{w.A_log.device, w.A_log.device_id};
   check_weights(w, layer.D, place);
   if (w.conv_weight.shape[2] != layer.W)

@@ -99,11 +99,11 @@ void inputs(const InputViews& in, const TensorView& out, const Plan& plan, const
     expect_device(*v.t, v.name, layer.place);
     expect_dim(*v.t, v.name, 0, rows, "rows as qkv");
     if (v.t->shape[1] != v.cols)
-      throw ShapeError(v.name,
-                       std::to_string(v.cols) + " columns" +
-                           (v.t == &in.gate_in ? std::string(" for gate mode ") + gate_mode_name(plan.gate_mode)
-                                               : std::string()),
-                       std::to_string(v.t->shape[1]));
+      throw ShapeError(
+          v.name,
+          std::to_string(v.cols) + " columns" +
+              (v.t == &in.gate_in ? std::string(" for gate mode ") + gate_mode_name(plan.gate_mode) : std::string()),
+          std::to_string(v.t->shape[1]));
     expect_unit_inner(*v.t, v.name);
     if (rows > 1 && v.t->strides[0] < 0)
       throw LayoutError(v.name, "a non-negative row stride", std::to_string(v.t->strides[0]));
@@ -138,7 +138,8 @@ void step_args(const StepArgs& a, int64_t B, const Layer& layer) {
     if (sl.ndim == 2) expect_dim_at_least(sl, "slots", 1, a.q, "tokens q (state after token t goes to column t)");
   } else {
     if (sl.ndim != 1 && sl.ndim != 2)
-      throw ShapeError("slots", "rank 1 [>=B] (or [>=B, >=1]) for " + mode + " steps", "rank " + std::to_string(sl.ndim));
+      throw ShapeError("slots", "rank 1 [>=B] (or [>=B, >=1]) for " + mode + " steps",
+                       "rank " + std::to_string(sl.ndim));
     expect_dim_at_least(sl, "slots", 0, B, "requests B");
     if (sl.ndim == 2) expect_dim_at_least(sl, "slots", 1, 1, "one slot per request");
   }
@@ -153,10 +154,10 @@ void step_args(const StepArgs& a, int64_t B, const Layer& layer) {
 
 void arrivals(const CacheFacts& facts, int64_t prepared_rows) {
   if (facts.rows_r > prepared_rows)
-    throw ArgumentError("pending",
-                        "at most " + std::to_string(prepared_rows) +
-                            " records rows (call prepare(caches) with these caches first)",
-                        std::to_string(facts.rows_r));
+    throw ArgumentError(
+        "pending",
+        "at most " + std::to_string(prepared_rows) + " records rows (call prepare(caches) with these caches first)",
+        std::to_string(facts.rows_r));
 }
 
 int64_t fold_args(const TensorView& slots, const TensorView& record_rows, const TensorView& counts, bool flush,

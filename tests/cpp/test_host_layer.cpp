@@ -64,8 +64,9 @@ TEST_F(HostLayer, ARefusedStepStillPlansAtMostOnce) {
   TensorView o = out1.view();
   o.dtype = DType::kF32;
   using P = std::pair<int64_t, int64_t>;
-  EXPECT_EQ(count_plans([&] { EXPECT_THROW(kda->run(in1.projected(), o, pool.caches(), args(StepMode::kDecode)),
-                                           kda::DTypeError); }),
+  EXPECT_EQ(count_plans([&] {
+              EXPECT_THROW(kda->run(in1.projected(), o, pool.caches(), args(StepMode::kDecode)), kda::DTypeError);
+            }),
             (P{1, 1}));
 }
 
