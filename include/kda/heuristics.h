@@ -9,28 +9,14 @@
 namespace kda::heuristics {
 
 /// The automatic variant on CUDA: the last rule of the step's table whose `min_items`
-/// (B·H) is reached. Sweeps on one H200 (benchmarks/kda_bench; data in docs/data/; tables
-/// in docs/PERFORMANCE.md; `python3 benchmarks/policy_eval.py` scores a table against them):
-///   2026-11-30, run 4 (sweep_*_run4.csv): among Split, Wide and Stream, Wide was fastest or
-///     within 1% at all 29 points; Split 4–85% slower, Stream 0.2% faster…40% slower.
-///   2026-11-30, session 9 (sweep_s9_*.csv: decode H ∈ {3, 12, 32, 96} × B ∈ {1 … 512},
-///     q = 4 per_token / record / fused, H ∈ {32, 96} × B ∈ {1 … 256}), WS (batched request
-///     resolution, per-warp stage release) against Wide —
-///     decode: Wide up to 32 items (WS 5–14% slower: its prologue), WS at 48–128 items (one
-///       item per persistent CTA: 8–12% faster), Wide at 192–256 (WS runs two items in a
-///       row on some CTAs while Wide overlaps them: WS 5–7% slower), WS from 384 (10–28%
-///       faster, 28% at B = 512);
-///     per_token / record / fused: WS from 32 items (the smallest measured) except record and
-///       fused at 256 items (Wide 3% faster).
-///   2026-11-30, session 10 (sweep_s10_*.csv: decode H ∈ {6, 24, 48} × B ∈ {1 … 512}; verify
-///     q ∈ {1, 2, 8} at H ∈ {12, 96}, q = 4 at H ∈ {3, 48}): the tables above hold at every
-///     new point but one — q = 4 verify at 24 items (H = 3, B = 8): WS 7% (per_token) and 11%
-///     (fused) faster, record equal, so per_token / record / fused take WS from 24 items. Known
-///     miss: fused steps with q = 1 at 768–3072 items run 3–9% slower under WS than Wide (the
-///     tables are keyed by items only). Over all committed sweeps: the pick is within 5% of
-///     the best at 148 of 150 points, within 9% everywhere (benchmarks/policy_eval.py).
-/// The planner falls back to Wide where WS cannot run (unaligned operands, two ring stages
-/// not fitting).
+/// (B·H) is reached. The values are measured: sweeps of benchmarks/kda_bench on an H200
+/// (data in docs/data/, tables and their history in docs/PERFORMANCE.md "Policy";
+/// `python3 benchmarks/policy_eval.py` scores a table against the committed sweeps, and
+/// tests/python/test_policy_data.py holds these tables to them). In decode WS wins where
+/// each persistent CTA owns one item (48–132) and from 384 items; Wide wins below (WS's
+/// prologue) and in between (Wide overlaps two CTAs per SM where WS runs two items in a
+/// row). The planner falls back to Wide where WS cannot run (unaligned operands, two ring
+/// stages not fitting): src/plan/plan.cpp, kVariantSpecs.
 struct AutoRule {
   int64_t min_items;
   Variant variant;

@@ -254,7 +254,7 @@ TEST(Plan, WsPlansARingThatFits) {
 }
 
 TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
-  // Regression (session 8): a WS stage kept 32 bytes for the 36-byte RequestPlan and the
+  // Regression: a WS stage kept 32 bytes for the 36-byte RequestPlan and the
   // beta logits stored after it overwrote `pending` (fused steps only). Every region of a
   // stage must hold what is copied or stored into it, in order, 16-byte aligned (bulk-copy
   // destinations), for every q, window, element size and mode.
@@ -293,9 +293,9 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 
 TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
   // the measured tables (kda/heuristics.h): decode Wide < 48 items, WS 48–132 (one item per
-  // persistent CTA), Wide 133–383, WS from 384 (session 9); per_token / record / fused WS
-  // from 24 items (session 10); Wide wherever the layout forbids bulk copies or two ring
-  // stages do not fit.
+  // persistent CTA), Wide 133–383, WS from 384; per_token / record / fused WS from 24 items
+  // (docs/PERFORMANCE.md "Policy"); Wide wherever the layout forbids bulk copies or two
+  // ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
