@@ -126,7 +126,6 @@ const char* variant_name(Variant v) {
     case Variant::kCpu: return "cpu";
     case Variant::kSplit: return "split";
     case Variant::kWide: return "wide";
-    case Variant::kStream: return "stream";
     case Variant::kWS: return "ws";
   }
   return "?";
@@ -138,7 +137,7 @@ Variant parse_variant(const std::string& s) {
     if (s == variant_name(v)) return v;
     names += (names.empty() ? "" : ", ") + std::string(variant_name(v));
   }
-  throw ArgumentError("variant", "one of " + names, "'" + s + "'");
+  throw ArgumentError("policy variant", "one of " + names, "'" + s + "'");
 }
 
 std::string StepKey::describe() const {

@@ -21,6 +21,7 @@ struct DeviceInfo {
   int sms = 0;                     ///< multiprocessors
   int cc_major = 0, cc_minor = 0;  ///< compute capability
   int64_t smem_optin = 0;          ///< max dynamic shared memory per block (bytes)
+  int64_t smem_per_sm = 0;         ///< shared memory of one SM (bytes; 0 = unknown: smem_optin)
   bool clusters = false;           ///< thread-block clusters (sm_90+)
 };
 
@@ -33,13 +34,14 @@ struct LayerShape {
   bool stream_ok = false;  ///< the caches allow 16-byte bulk copies (caches_aligned)
   int window = 0;          ///< conv window columns of the caches
   int conv_bytes = 2;      ///< 2 (bf16) or 4 (fp32) conv window elements
+  int records = 0;         ///< Qr of the caches' records rows (0: no records)
   bool operator==(const LayerShape&) const = default;
 };
 
 /// The layer facts of validated caches: window, element sizes and the alignment facts.
 LayerShape layer_shape(int H, int W, bool has_f_b, const Caches& caches, bool conv_dim_first);
 
-/// The alignment facts of the variants that copy with 16-byte bulk copies (Stream, WS): the
+/// The alignment facts of the variant that copies with 16-byte bulk copies (WS): the
 /// cache half, known at prepare (stream_layout of the caches, 16-byte aligned state and
 /// records rows) ...
 bool caches_aligned(const Caches& caches, bool conv_dim_first, int W);
@@ -56,8 +58,9 @@ struct Plan {
   int64_t ctas = 0;                         ///< grid size (CTAs)
   int64_t smem = 0;                         ///< dynamic shared memory per CTA (bytes)
   int64_t pitch = 0;                        ///< packed pitch the plan was made for (0 = any)
-  int64_t items_per_cta = 1;                ///< Stream / WS: items of one persistent CTA
-  int ring_stages = 0;                      ///< WS: stages of the shared-memory ring
+  int64_t items_per_cta = 1;                ///< WS: items of one persistent CTA
+  int ring_stages = 0;                      ///< WS: stages of the shared-memory ring; Split/Wide: state stages
+  int ctas_per_sm = 0;                      ///< Split/Wide: CTAs per SM the kernel's registers are cut for
   /// The variant copies the per-row inputs with 16-byte bulk copies: where a step's inputs
   /// are not aligned (inputs_aligned), `fallback` runs instead (host decision, graph-safe).
   bool needs_aligned_inputs = false;

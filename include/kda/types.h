@@ -63,6 +63,8 @@ enum class StepMode : int8_t {
   kPerToken = 1,  ///< verify: state after token t written to slots[b, t]
   kRecord = 2,    ///< verify from a checkpoint; writes records, not the state
   kFused = 3,     ///< fold pending records into the checkpoint, then record-mode verify
+  kAppend = 4,    ///< q = 1 decode from checkpoint + pending records; writes a record, the
+                  ///< state only when the records row is full (SPEC §4 append)
 };
 
 /// What a step mode takes and touches. The validator, prepare() and the parameter builder
@@ -83,6 +85,7 @@ struct ModeInfo {
 
 inline constexpr ModeInfo kModes[] = {
     {StepMode::kDecode, "decode", {.single_token = true, .out_slots = true}},
+    {StepMode::kAppend, "append", {.single_token = true, .records = true, .pending = true}},
     {StepMode::kPerToken, "per_token", {.per_token_slots = true}},
     {StepMode::kRecord, "record", {.records = true}},
     {StepMode::kFused, "fused", {.records = true, .pending = true}},
@@ -116,13 +119,11 @@ enum class Variant : int8_t {
   kCpu,
   kSplit,    ///< an item's V rows over a thread-block cluster (small batches)
   kWide,     ///< one CTA per item
-  kStream,   ///< persistent CTAs, next item prefetched with 16-byte async copies
   kWS,       ///< warp-specialised persistent CTAs (producer warp + shared-memory ring)
 };
-inline constexpr Variant kVariants[] = {Variant::kAuto,  Variant::kCpu,    Variant::kSplit,
-                                        Variant::kWide,  Variant::kStream, Variant::kWS};
+inline constexpr Variant kVariants[] = {Variant::kAuto, Variant::kCpu, Variant::kSplit, Variant::kWide, Variant::kWS};
 const char* variant_name(Variant v);
-/// Parses "auto" | "cpu" | "split" | "wide" | "stream" | "ws"; throws ArgumentError naming "variant".
+/// Parses "auto" | "cpu" | "split" | "wide" | "ws"; throws ArgumentError naming "policy variant".
 Variant parse_variant(const std::string& s);
 
 /// The key a policy and a plan are stored under (SPEC §1): (mode, B, q).

@@ -42,6 +42,7 @@ LayerShape layer_shape(int H, int W, bool has_f_b, const Caches& c, bool conv_di
   const TensorView& cs = c.conv_state;
   ls.window = int(conv_dim_first ? cs.shape[2] : cs.shape[1]);
   ls.conv_bytes = int(dtype_size(cs.dtype));
+  ls.records = c.correction.defined() && c.correction.ndim == 4 ? int(c.correction.shape[2]) : 0;
   ls.stream_ok = caches_aligned(c, conv_dim_first, W);
   return ls;
 }

@@ -25,8 +25,8 @@ enum Needs : unsigned {
   kAlignedInputs = 1u << 2,  ///< inputs_aligned() at run time, else Plan::fallback
 };
 
-/// Static shared memory of the Stream / WS kernels (plan ring, mbarriers): headroom below
-/// the device's opt-in limit.
+/// Static shared memory of the WS kernel (mbarriers): headroom below the device's opt-in
+/// limit.
 constexpr int64_t kStaticSmem = 1024;
 
 struct Context {
@@ -38,6 +38,8 @@ struct Context {
     return {key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4, key.mode == StepMode::kFused};
   }
   bool window_fits() const { return layer.window >= layer.W - 2 + key.q; }
+  /// The step folds pending records (fused, append): Split/Wide stage them.
+  bool folds() const { return mode_traits(key.mode).pending; }
 };
 
 /// Fills the launch shape of `plan`; returns "" or why the variant cannot run the key.
@@ -45,12 +47,17 @@ using ShapeFn = std::string (*)(const Context&, Plan&);
 
 std::string split_shape(const Context& c, Plan& p, int split) {
   p.split = split;
-  p.threads = cuda_config::threads_for_split(split);
+  p.threads = cuda_config::kStepThreads;
+  const int q = c.key.q, state_bytes = c.layer.state_bf16 ? 2 : 4, recs = c.folds() ? c.layer.records : 0;
   p.ctas = c.items() * split;
-  p.smem = cuda_config::StepSmem{c.key.q, split}.bytes();
-  if (c.dev.smem_optin > 0 && p.smem + kStaticSmem > c.dev.smem_optin)
-    return "needs " + std::to_string(p.smem) + " bytes of shared memory, the device allows " +
-           std::to_string(c.dev.smem_optin);
+  const heuristics::StepLayout lay =
+      heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms);
+  if (c.dev.smem_optin > 0 && lay.stages == 0)
+    return "needs " + std::to_string(cuda_config::StepSmem{q, split, 1, state_bytes, recs, 2 + q}.bytes()) +
+           " bytes of shared memory, the device allows " + std::to_string(c.dev.smem_optin);
+  p.ring_stages = lay.stages;
+  p.ctas_per_sm = lay.ctas_per_sm;
+  p.smem = lay.smem;
   return "";
 }
 
@@ -59,20 +66,6 @@ std::string shape_split(const Context& c, Plan& p) {
 }
 
 std::string shape_wide(const Context& c, Plan& p) { return split_shape(c, p, 1); }
-
-std::string shape_stream(const Context& c, Plan& p) {
-  const cuda_config::StreamSmem ss = c.stream_smem();
-  if (!c.window_fits() || ss.bytes() + kStaticSmem > c.dev.smem_optin)
-    return "needs " + std::to_string(ss.bytes()) + " bytes of shared memory, the device allows " +
-           std::to_string(c.dev.smem_optin);
-  p.threads = cuda_config::kStreamThreads;
-  const int per_sm = ss.bytes() <= heuristics::kStreamTwoPerSmBytes ? 2 : 1;
-  const int64_t slots = int64_t(per_sm) * c.dev.sms;
-  p.items_per_cta = std::max<int64_t>(1, (c.items() + slots - 1) / slots);
-  p.ctas = (c.items() + p.items_per_cta - 1) / p.items_per_cta;
-  p.smem = ss.bytes();
-  return "";
-}
 
 std::string shape_ws(const Context& c, Plan& p) {
   const cuda_config::WsSmem ws{c.stream_smem()};
@@ -89,21 +82,28 @@ std::string shape_ws(const Context& c, Plan& p) {
   return "";
 }
 
+/// Step modes as a bit mask (1 << StepMode).
+constexpr unsigned mode_bit(StepMode m) { return 1u << unsigned(m); }
+constexpr unsigned kAllModes = ~0u;
+/// WS runs the modes it was written for; append (fold without write-back) is Split/Wide's.
+constexpr unsigned kWsModes = mode_bit(StepMode::kDecode) | mode_bit(StepMode::kPerToken) |
+                              mode_bit(StepMode::kRecord) | mode_bit(StepMode::kFused);
+
 struct VariantSpec {
   Variant variant;
+  unsigned modes;    ///< the step modes it runs (mode_bit)
   unsigned needs;    ///< Needs
   Variant fallback;  ///< what `auto` runs where this one cannot (kAuto: none), and the aligned-inputs fallback
   ShapeFn shape;
 };
 
-/// The CUDA variants. To add one: a row here (its needs, fallback and launch shape), its
-/// kernel dispatch in src/cuda/cuda_backend.cu, and where `auto` should pick it, a rule in
-/// kda/heuristics.h.
+/// The CUDA variants. To add one: a row here (the modes it runs, its needs, fallback and
+/// launch shape), its kernel dispatch in src/cuda/cuda_backend.cu, and where `auto` should
+/// pick it, a rule in kda/heuristics.h.
 constexpr VariantSpec kVariantSpecs[] = {
-    {Variant::kSplit, kClusters, Variant::kWide, shape_split},
-    {Variant::kWide, 0, Variant::kAuto, shape_wide},
-    {Variant::kStream, kAlignedCaches | kAlignedInputs, Variant::kWide, shape_stream},
-    {Variant::kWS, kAlignedCaches | kAlignedInputs, Variant::kWide, shape_ws},
+    {Variant::kSplit, kAllModes, kClusters, Variant::kWide, shape_split},
+    {Variant::kWide, kAllModes, 0, Variant::kAuto, shape_wide},
+    {Variant::kWS, kWsModes, kAlignedCaches | kAlignedInputs, Variant::kWide, shape_ws},
 };
 
 const VariantSpec* find_spec(Variant v) {
@@ -121,6 +121,7 @@ std::string built_names() {
 /// Why `spec`'s needs are not met here ("" when they are).
 std::string unmet_needs(const VariantSpec& spec, const Context& c) {
   const std::string name = std::string("variant '") + variant_name(spec.variant) + "'";
+  if (!(spec.modes & mode_bit(c.key.mode))) return name + " has no " + mode_name(c.key.mode) + " path";
   if ((spec.needs & kClusters) && !c.dev.clusters) return name + " needs thread-block clusters (sm_90 or newer)";
   if ((spec.needs & kAlignedCaches) && !c.layer.stream_ok)
     return name +
@@ -161,8 +162,10 @@ std::string Plan::describe() const {
   std::ostringstream os;
   os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode) << " split " << split
      << " threads " << threads << " ctas " << ctas << " smem " << smem;
-  if (variant == Variant::kStream || variant == Variant::kWS) os << " items/cta " << items_per_cta;
-  if (variant == Variant::kWS) os << " stages " << ring_stages;
+  if (variant == Variant::kWS) os << " items/cta " << items_per_cta;
+  if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit)
+    os << " stages " << ring_stages;
+  if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm;
   if (fallback) os << " (unaligned inputs: " << variant_name(fallback->variant) << ")";
   return os.str();
 }

@@ -106,14 +106,16 @@ void policies(const std::unordered_map<StepKey, Policy, StepKeyHash>& policies, 
     if (p.pitch < 0) throw ArgumentError("pitch", ">= 0 (0: any)", std::to_string(p.pitch));
   };
   check_pitch(default_policy);
+  std::string single;  // "decode and append": the modes with q = 1
+  for (const ModeInfo& i : kModes)
+    if (i.traits.single_token) single += (single.empty() ? "" : " and ") + std::string(i.name);
   for (const auto& [key, policy] : policies) {
     check_pitch(policy);
-    const std::string mode = mode_name(key.mode);
     switch (key_problem(key)) {
       case KeyProblem::kNone: break;
       case KeyProblem::kQRange:
         throw ArgumentError("policies", "step keys with q in [1, " + std::to_string(kMaxQ) + "]", key.describe());
-      case KeyProblem::kSingleToken: throw ArgumentError("policies", mode + " keys with q = 1", key.describe());
+      case KeyProblem::kSingleToken: throw ArgumentError("policies", single + " keys with q = 1", key.describe());
       case KeyProblem::kNegativeB: throw ArgumentError("policies", "step keys with B >= 0", key.describe());
     }
   }
@@ -174,8 +176,8 @@ CacheFacts caches(const Caches& c, const Layer& layer, CacheNeeds needs) {
   if (needs.records) {
     const TensorView& cr = c.correction;
     const TensorView& kg = c.key_gate;
-    expect_defined(cr, "correction", "records [rows_r, H, Qr, V] fp32 for record/fused steps");
-    expect_defined(kg, "key_gate", "records [rows_r, H, Qr, 2K] fp32 for record/fused steps");
+    expect_defined(cr, "correction", "records [rows_r, H, Qr, V] fp32 for record/fused/append steps");
+    expect_defined(kg, "key_gate", "records [rows_r, H, Qr, 2K] fp32 for record/fused/append steps");
     expect_dtype(cr, "correction", {DType::kF32});
     expect_dtype(kg, "key_gate", {DType::kF32});
     expect_rank(cr, "correction", 4, "[rows_r, H, Qr, V]");
@@ -206,7 +208,7 @@ CacheFacts caches(const Caches& c, const Layer& layer, CacheNeeds needs) {
   }
   if (needs.pending) {
     const TensorView& pd = c.pending;
-    expect_defined(pd, "pending", "[rows_r] int32 for fused steps and flush");
+    expect_defined(pd, "pending", "[rows_r] int32 for fused/append steps and flush");
     expect_dtype(pd, "pending", {DType::kI32});
     expect_rank(pd, "pending", 1, "[rows_r]");
     expect_device(pd, "pending", place);

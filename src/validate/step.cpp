@@ -148,7 +148,8 @@ void step_args(const StepArgs& a, int64_t B, const Layer& layer) {
     throw ArgumentError("out_slots", "none for " + mode + " steps (decode only)", a.out_slots.describe());
   expect_index_vector(a.out_slots, "out_slots", B, layer.place);
   if (a.record_rows.defined() && !mt.records)
-    throw ArgumentError("record_rows", "none for " + mode + " steps (record/fused only)", a.record_rows.describe());
+    throw ArgumentError("record_rows", "none for " + mode + " steps (record/fused/append only)",
+                        a.record_rows.describe());
   expect_index_vector(a.record_rows, "record_rows", B, layer.place);
 }
 

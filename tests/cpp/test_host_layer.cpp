@@ -90,7 +90,7 @@ kda::LayerShape aligned_layer(int H) {
 }
 
 TEST(PlanFallback, BulkCopyVariantsCarryAWidePlanForUnalignedInputs) {
-  for (Variant v : {Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kWS}) {
     Policy pol;
     pol.variant = v;
     pol.gate_mode = GateMode::kPrecomputed;
@@ -203,7 +203,7 @@ TEST_F(HostLayer, ArgumentError) {
   expect_fields(*e, "q", "tokens per request in [1, 16]", "17");
   auto m = caught<kda::ArgumentError>([] { kda::parse_mode("prefill"); });
   ASSERT_TRUE(m);
-  expect_fields(*m, "mode", "one of decode, per_token, record, fused", "'prefill'");
+  expect_fields(*m, "mode", "one of decode, append, per_token, record, fused", "'prefill'");
   a = args(StepMode::kPerToken);
   a.out_slots = rows.view;
   auto o = caught<kda::ArgumentError>([&] { run(StepMode::kPerToken, a); });

@@ -49,7 +49,9 @@ def test_argument_error():
     with pytest.raises(kd.ArgumentError, match=r"^q: expected tokens per request in \[1, 16\], got 17$") as ei:
         kda.run(inp.projected, out, pool.caches(), np.array([[1, 2]], np.int32), q=17, mode="per_token")
     assert isinstance(ei.value, ValueError)
-    with pytest.raises(kd.ArgumentError, match=r"^mode: expected one of decode, per_token, record, fused, got 'x'"):
+    with pytest.raises(
+        kd.ArgumentError, match=r"^mode: expected one of decode, append, per_token, record, fused, got 'x'"
+    ):
         kda.run(inp.projected, out, pool.caches(), SLOTS, mode="x")
     with pytest.raises(kd.ArgumentError, match=r"^correction: expected a tensor"):
         kda.run(inp.projected, out, kd.Caches(pool.conv, pool.state), SLOTS, mode="record")
