@@ -1,4 +1,4 @@
-// The table of every host-side validation of src/prepared.cpp and src/plan.cpp
+// The table of every host-side validation (src/validate/, and the planner's in src/plan/plan.cpp)
 // (docs/VALIDATION.md), one test per row: Rows/ValidationTable.Row/<ID>. Each row triggers
 // exactly its check and expects std::invalid_argument whose message names the operand (as a
 // word) and contains the row's excerpt, with nothing written (the pools and the poisoned
