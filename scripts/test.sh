@@ -24,6 +24,13 @@ ctest --test-dir build/test --output-on-failure -j "$JOBS" | tail -n 25
 n=$(ctest --test-dir build/test -N | sed -n 's/^Total Tests: *//p')
 if [[ -z "$n" || "$n" -eq 0 ]]; then echo "no C++ tests were found" >&2; exit 1; fi
 
+echo "== C++ package: install, then find_package(kda_decode) from examples/cpp_consumer"
+rm -rf build/test-install build/consumer
+cmake --install build/test --prefix build/test-install >/dev/null
+cmake -S examples/cpp_consumer -B build/consumer "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/test-install" >/dev/null
+cmake --build build/consumer -j "$JOBS" >/dev/null
+build/consumer/kda_consumer
+
 echo "== Python package and tests"
 $PY -m pip install -q --disable-pip-version-check --no-build-isolation .
 # Run from outside the source tree so the installed package (with its extension) is imported.

@@ -30,9 +30,8 @@ class Backend {
   virtual std::unique_ptr<Buffer> allocate(std::size_t bytes) = 0;
   /// Copies `bytes` of backend memory at `src` to host memory (synchronous, for weights).
   virtual void download(void* host, const void* src, std::size_t bytes) = 0;
-  /// One-time setup for a plan (kernel attributes); host only.
-  virtual void prepare_plan(const Plan& plan) = 0;
-  /// Runs one step with a plan. Never allocates, never synchronises (CUDA).
+  /// Runs one step with a plan. Never allocates, never synchronises (CUDA). Kernel
+  /// attributes are set once, when the backend is made.
   virtual void step(const StepParams& p, const Plan& plan, void* stream) = 0;
   /// Runs commit / flush.
   virtual void commit(const CommitParams& p, void* stream) = 0;

@@ -2,6 +2,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kda/errors.h"
 #include "kda/types.h"
 
 namespace kda {
@@ -56,15 +57,15 @@ std::string TensorView::describe() const {
   return os.str();
 }
 
-TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
-                     Device device, int device_id) {
+TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device, int device_id) {
   TensorView v;
   v.data = data;
   v.dtype = dtype;
   v.device = device;
   v.device_id = device_id;
   v.ndim = int(shape.size());
-  if (v.ndim > kMaxTensorRank) throw std::invalid_argument("make_view: rank > 4");
+  if (v.ndim > kMaxTensorRank)
+    throw ShapeError("make_view shape", "rank <= " + std::to_string(kMaxTensorRank), std::to_string(v.ndim));
   int d = 0;
   for (int64_t s : shape) v.shape[d++] = s;
   int64_t st = 1;
@@ -79,30 +80,26 @@ TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> sha
                      std::initializer_list<int64_t> strides, Device device, int device_id) {
   TensorView v = make_view(data, dtype, shape, device, device_id);
   if (strides.size() != shape.size())
-    throw std::invalid_argument("make_view: strides and shape differ in rank");
+    throw ShapeError("make_view strides", std::to_string(shape.size()) + " strides (the rank of the shape)",
+                     std::to_string(strides.size()));
   int d = 0;
   for (int64_t s : strides) v.strides[d++] = s;
   return v;
 }
 
 const char* mode_name(StepMode m) {
-  switch (m) {
-    case StepMode::kDecode: return "decode";
-    case StepMode::kPerToken: return "per_token";
-    case StepMode::kRecord: return "record";
-    case StepMode::kFused: return "fused";
-    case StepMode::kAppend: return "append";
-  }
+  for (const ModeInfo& i : kModes)
+    if (i.mode == m) return i.name;
   return "?";
 }
 
 StepMode parse_mode(const std::string& s) {
-  if (s == "decode") return StepMode::kDecode;
-  if (s == "per_token") return StepMode::kPerToken;
-  if (s == "record") return StepMode::kRecord;
-  if (s == "fused") return StepMode::kFused;
-  if (s == "append") return StepMode::kAppend;
-  throw std::invalid_argument("mode: expected one of decode, append, per_token, record, fused; got '" + s + "'");
+  std::string names;
+  for (const ModeInfo& i : kModes) {
+    if (s == i.name) return i.mode;
+    names += (names.empty() ? "" : ", ") + std::string(i.name);
+  }
+  throw ArgumentError("mode", "one of " + names, "'" + s + "'");
 }
 
 const char* gate_mode_name(GateMode g) {
@@ -115,6 +112,14 @@ const char* gate_mode_name(GateMode g) {
   return "?";
 }
 
+GateMode parse_gate_mode(const std::string& s) {
+  if (s == "auto" || s == "-1") return GateMode::kAuto;
+  if (s == "0" || s == "per_item") return GateMode::kPerItem;
+  if (s == "1" || s == "shared") return GateMode::kShared;
+  if (s == "2" || s == "precomputed") return GateMode::kPrecomputed;
+  throw ArgumentError("gate_mode", "'auto', 0, 1 or 2", "'" + s + "'");
+}
+
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kAuto: return "auto";
@@ -122,18 +127,17 @@ const char* variant_name(Variant v) {
     case Variant::kSplit: return "split";
     case Variant::kWide: return "wide";
     case Variant::kWS: return "ws";
-    case Variant::kFused: return "fused";
-    case Variant::kFusedWS: return "fused_ws";
   }
   return "?";
 }
 
 Variant parse_variant(const std::string& s) {
-  for (Variant v : {Variant::kAuto, Variant::kCpu, Variant::kSplit, Variant::kWide, Variant::kWS, Variant::kFused,
-                    Variant::kFusedWS})
+  std::string names;
+  for (Variant v : kVariants) {
     if (s == variant_name(v)) return v;
-  throw std::invalid_argument(
-      "policy variant: expected one of auto, cpu, split, wide, ws, fused, fused_ws; got '" + s + "'");
+    names += (names.empty() ? "" : ", ") + std::string(variant_name(v));
+  }
+  throw ArgumentError("policy variant", "one of " + names, "'" + s + "'");
 }
 
 std::string StepKey::describe() const {

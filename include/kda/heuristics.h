@@ -10,10 +10,10 @@
 namespace kda::heuristics {
 
 /// The automatic variant on CUDA: the last rule of the step's table whose `min_items`
-/// (B·H) is reached. Measured on one H200 (benchmarks/kda_bench; data in docs/data/, tables in
-/// docs/PERFORMANCE.md; `python3 benchmarks/policy_eval.py` scores a table against them).
-/// The planner falls back to Wide where WS cannot run (unaligned operands, two ring stages
-/// not fitting, append steps).
+/// (B·H) is reached. Measured on one H200 (benchmarks/kda_bench; data in docs/data/, tables and
+/// their history in docs/PERFORMANCE.md; `python3 benchmarks/policy_eval.py` scores a table
+/// against them). The planner falls back to Wide where WS cannot run (unaligned operands,
+/// two ring stages not fitting, append steps): src/plan/plan.cpp, kVariantSpecs.
 struct AutoRule {
   int64_t min_items;
   Variant variant;

@@ -66,8 +66,38 @@ enum class StepMode : int8_t {
   kAppend = 4,    ///< q = 1 decode from checkpoint + pending records; writes a record, the
                   ///< state only when the records row is full (SPEC §4 append)
 };
+
+/// What a step mode takes and touches. The validator, prepare() and the parameter builder
+/// read these facts instead of testing modes, so a new mode is one row of kModes.
+struct ModeTraits {
+  bool single_token = false;     ///< q must be 1
+  bool per_token_slots = false;  ///< slots [>=B, >=q] (token t writes column t), else [>=B] or [>=B, 1]
+  bool out_slots = false;        ///< takes out_slots
+  bool records = false;          ///< reads or writes the records (correction, key_gate); takes record_rows
+  bool pending = false;          ///< reads pending (and, on CUDA, the per-row arrival counters)
+};
+
+struct ModeInfo {
+  StepMode mode;
+  const char* name;
+  ModeTraits traits;
+};
+
+inline constexpr ModeInfo kModes[] = {
+    {StepMode::kDecode, "decode", {.single_token = true, .out_slots = true}},
+    {StepMode::kAppend, "append", {.single_token = true, .records = true, .pending = true}},
+    {StepMode::kPerToken, "per_token", {.per_token_slots = true}},
+    {StepMode::kRecord, "record", {.records = true}},
+    {StepMode::kFused, "fused", {.records = true, .pending = true}},
+};
+
+constexpr const ModeTraits& mode_traits(StepMode m) {
+  for (const ModeInfo& i : kModes)
+    if (i.mode == m) return i.traits;
+  return kModes[0].traits;
+}
 const char* mode_name(StepMode m);
-/// Parses "decode" | "append" | "per_token" | "record" | "fused"; throws std::invalid_argument.
+/// Parses a name of kModes ("decode", "per_token", ...); throws ArgumentError naming "mode".
 StepMode parse_mode(const std::string& s);
 
 /// How z = F_B·f_a is computed (SPEC §5).
@@ -78,19 +108,22 @@ enum class GateMode : int8_t {
   kPrecomputed = 2,  ///< gate_in already holds F_B·f_a, D wide; F_B is not read
 };
 const char* gate_mode_name(GateMode g);
+/// Parses "auto" | "0" | "1" | "2" (or "per_item", "shared", "precomputed"); throws
+/// ArgumentError naming "gate_mode".
+GateMode parse_gate_mode(const std::string& s);
 
-/// Kernel families (SPEC §7). kCpu is the CPU backend's only variant.
+/// Kernel families (SPEC §7). kCpu is the CPU backend's only variant. Every CUDA variant
+/// runs the fused verify in one launch, so the SPEC's Fused / FusedWS are not separate names.
 enum class Variant : int8_t {
   kAuto = 0,
   kCpu,
   kSplit,    ///< an item's V rows over a thread-block cluster (small batches)
   kWide,     ///< one CTA per item
   kWS,       ///< warp-specialised persistent CTAs (producer warp + shared-memory ring)
-  kFused,    ///< fused verify (fold + verify) in the streaming form
-  kFusedWS,  ///< fused verify, warp-specialised
 };
+inline constexpr Variant kVariants[] = {Variant::kAuto, Variant::kCpu, Variant::kSplit, Variant::kWide, Variant::kWS};
 const char* variant_name(Variant v);
-/// Parses "auto" | "cpu" | "split" | "wide" | "ws" | "fused" | "fused_ws".
+/// Parses "auto" | "cpu" | "split" | "wide" | "ws"; throws ArgumentError naming "policy variant".
 Variant parse_variant(const std::string& s);
 
 /// The key a policy and a plan are stored under (SPEC §1): (mode, B, q).

@@ -25,6 +25,7 @@ layout, ``conv_dim_first=False``) instead of DS ``[slots, 3D, window]``.
 Exit status: 0 on PASS, 1 on FAIL, 2 when the case cannot be run (bad folder, no torch or
 no CUDA backend for ``--device cuda``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,14 +33,21 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 import kda_decode as kd
+from kda_decode.devices import Device
 
-_NP_DTYPES = {"bf16": np.uint16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64,
-              "f16": np.float16}
+_NP_DTYPES = {
+    "bf16": np.uint16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "i32": np.int32,
+    "i64": np.int64,
+    "f16": np.float16,
+}
 
 #: SPEC §8 state bound per chained step.
 STATE_BOUND_PER_STEP = 1e-5
@@ -116,59 +124,28 @@ def load_case(case_dir: str) -> dict:
             raise ValueError(f"{case_dir}: tensor {name}: {a.size} elements in {t['file']}, shape {shape}")
         arrays[name] = a.reshape(shape).astype(dt.newbyteorder("="))
     case["arrays"] = arrays
-    return case
+    return dict(case)
 
 
-def _sentinel(rng: np.random.Generator, shape, np_dtype) -> np.ndarray:
+def _sentinel(rng: np.random.Generator, shape: Tuple[int, ...], np_dtype: Any) -> np.ndarray:
     """Random non-zero finite values (bf16 as uint16 bit patterns)."""
     v = rng.uniform(0.5, 2.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
     if np_dtype == np.uint16:
         return kd.float32_to_bf16(v)
-    return v.astype(np_dtype)
+    out: np.ndarray = v.astype(np_dtype)
+    return out
 
 
-class _Backend:
-    """Allocation and transfer for the device the case runs on (numpy or torch CUDA)."""
+def _device(device: str) -> Device:
+    """The data adapter for ``device``; RuntimeError when 'cuda' cannot run here."""
+    if device == "cuda":
+        import torch
 
-    def __init__(self, device: str):
-        self.device = device
-        if device == "cuda":
-            import torch  # noqa: F401  (only here: --device cuda)
-
-            if not torch.cuda.is_available():
-                raise RuntimeError("--device cuda: torch sees no CUDA device")
-            if not kd.cuda_built():
-                raise RuntimeError("--device cuda: kda_decode was built without the CUDA backend")
-            self.torch = torch
-
-    def put(self, a: np.ndarray, bf16: bool = False):
-        """numpy → the device (bf16 = the uint16 array holds bf16 bit patterns)."""
-        if self.device == "cpu":
-            return np.ascontiguousarray(a).copy()
-        torch = self.torch
-        if bf16:
-            t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16).copy()).view(torch.bfloat16)
-        else:
-            t = torch.from_numpy(np.ascontiguousarray(a).copy())
-        return t.cuda()
-
-    def get(self, t) -> np.ndarray:
-        """device → numpy (bf16 back as uint16 bit patterns)."""
-        if self.device == "cpu":
-            return np.array(t, copy=True)
-        torch = self.torch
-        if t.dtype == torch.bfloat16:
-            return t.detach().cpu().view(torch.int16).numpy().view(np.uint16).copy()
-        return t.detach().cpu().numpy().copy()
-
-    def empty_bf16(self, shape):
-        if self.device == "cpu":
-            return np.zeros(shape, np.uint16)
-        return self.torch.zeros(shape, dtype=self.torch.bfloat16, device="cuda")
-
-    def sync(self):
-        if self.device == "cuda":
-            self.torch.cuda.synchronize()
+        if not torch.cuda.is_available():
+            raise RuntimeError("--device cuda: torch sees no CUDA device")
+        if not kd.cuda_built():
+            raise RuntimeError("--device cuda: kda_decode was built without the CUDA backend")
+    return Device(device)
 
 
 def run_case(case_dir: str, device: str = "cpu", layout: str = "ds", seed: int = 0) -> GoldenResult:
@@ -194,13 +171,13 @@ def run_case(case_dir: str, device: str = "cpu", layout: str = "ds", seed: int =
     A = case["arrays"]
     T = case["tensors"]
     name = case.get("name", os.path.basename(os.path.normpath(case_dir)))
-    H, D, W, B, q = int(case["H"]), int(case["D"]), int(case["W"]), int(case["B"]), int(case["q"])
+    H, D, B, q = int(case["H"]), int(case["D"]), int(case["B"]), int(case["q"])
     steps = int(case.get("steps", 1))
     window = int(case["window"])
     N = int(case["num_slots"])
     rows = B * q
     res = GoldenResult(name=name, device=device, layout=layout, steps=steps)
-    be = _Backend(device)
+    be = _device(device)
     rng = np.random.default_rng(seed)
 
     pool_slots = A["pool_slots"].astype(np.int64).reshape(-1)
@@ -254,17 +231,17 @@ def run_case(case_dir: str, device: str = "cpu", layout: str = "ds", seed: int =
     out_ref = A["out"].reshape(steps, rows, D).astype(np.float64)
     slots_dev = be.put(slots_np)
     acc_dev = be.put(accepted_np) if accepted_np is not None else None
-    out_dev = be.empty_bf16((rows, D))
+    out_dev = be.zeros_bf16((rows, D))
 
     worst_ratio, max_err = 0.0, 0.0
     for s in range(steps):
         proj_dev = be.put(projected[s], bf16=True)
         kda.run(proj_dev, out_dev, caches, slots_dev, q=q, accepted=acc_dev, mode=mode)
         be.sync()
-        out = kd.bf16_to_float32(be.get(out_dev)).astype(np.float64)
+        out = kd.bf16_to_float32(be.host(out_dev)).astype(np.float64)
         ref = out_ref[s]
         err = np.abs(out - ref)
-        bound = 2.0 ** -8 * np.abs(ref) + 2e-3 * np.abs(ref).max()
+        bound = 2.0**-8 * np.abs(ref) + 2e-3 * np.abs(ref).max()
         err = np.where(np.isfinite(out), err, np.inf)
         max_err = max(max_err, float(err.max()))
         ratio = float((err / np.maximum(bound, 1e-300)).max())
@@ -284,10 +261,10 @@ def run_case(case_dir: str, device: str = "cpu", layout: str = "ds", seed: int =
     res.out_worst_ratio = worst_ratio
 
     # ---- caches --------------------------------------------------------------------------
-    conv_after = be.get(conv_dev)
+    conv_after = be.host(conv_dev)
     if layout == "sd":
         conv_after = np.ascontiguousarray(conv_after.transpose(0, 2, 1))
-    state_after = be.get(state_dev)
+    state_after = be.host(state_dev)
 
     st_ref = A["state_out"].astype(np.float64)
     st_got = state_after[pool_slots].astype(np.float64)
@@ -302,15 +279,17 @@ def run_case(case_dir: str, device: str = "cpu", layout: str = "ds", seed: int =
     if not res.state_rel_err <= res.state_bound:
         res.failures.append(f"state: max|err|/max|ref| = {res.state_rel_err:.3e} > {res.state_bound:.1e}")
 
-    def bits(a):
+    def bits(a: np.ndarray) -> np.ndarray:
         a = np.ascontiguousarray(a)
         return a.view(np.uint16 if a.itemsize == 2 else np.uint32 if a.itemsize == 4 else np.uint64)
 
     res.conv_bitwise = bool(np.array_equal(bits(conv_after[pool_slots]), bits(A["conv_state_out"])))
     if not res.conv_bitwise:
         diff = np.argwhere(bits(conv_after[pool_slots]) != bits(A["conv_state_out"]))
-        res.failures.append(f"conv windows: {len(diff)} elements differ, first (pool row, channel, column) "
-                            f"{tuple(int(x) for x in diff[0])}")
+        res.failures.append(
+            f"conv windows: {len(diff)} elements differ, first (pool row, channel, column) "
+            f"{tuple(int(x) for x in diff[0])}"
+        )
     others = np.setdiff1d(np.arange(N), pool_slots)
     res.untouched_bitwise = bool(
         np.array_equal(bits(conv_after[others]), bits(conv_before[others]))

@@ -18,6 +18,7 @@ and prints a short report: agreement, µs per step (wall time of eager steps, ho
 included; the benchmark in ``benchmarks/`` times by the BENCHMARKS.md protocol). Exit code
 0 only when every check passes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,54 +26,18 @@ import glob
 import os
 import sys
 import time
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 import kda_decode as kd
+from kda_decode.devices import Device, cuda_usable
 
 K = 128
 W = 4
 
 
-class Backend:
-    """numpy (CPU backend) or torch CUDA tensors (CUDA backend)."""
-
-    def __init__(self, cuda: bool):
-        self.cuda = cuda
-        if cuda:
-            import torch
-
-            self.torch = torch
-
-    def put(self, a: np.ndarray, bf16: bool = False):
-        if not self.cuda:
-            return np.ascontiguousarray(a).copy()
-        t = self.torch.from_numpy(np.ascontiguousarray(a).copy())
-        if bf16:
-            t = t.view(self.torch.int16).view(self.torch.bfloat16)
-        return t.cuda()
-
-    def get(self, t) -> np.ndarray:
-        if not self.cuda:
-            return np.array(t, copy=True)
-        t = t.detach().cpu()
-        if t.dtype == self.torch.bfloat16:
-            return t.view(self.torch.int16).numpy().view(np.uint16).copy()
-        return t.numpy().copy()
-
-    def sync(self):
-        if self.cuda:
-            self.torch.cuda.synchronize()
-
-    def assign(self, t, a: np.ndarray):
-        """Copies host data into an existing tensor (same address: what an engine does)."""
-        if self.cuda:
-            t.copy_(self.put(a))
-        else:
-            np.copyto(t, a)
-
-
-def make_layer(H: int, lower_bound, seed: int) -> dict:
+def make_layer(H: int, lower_bound: Optional[float], seed: int) -> Dict[str, Any]:
     rng = np.random.default_rng(seed)
     D = H * K
     return dict(
@@ -89,7 +54,7 @@ def make_layer(H: int, lower_bound, seed: int) -> dict:
 class Setup:
     """One layer on one backend with its caches (DS windows, fp32 state, records)."""
 
-    def __init__(self, be: Backend, layer: dict, H: int, slots: int, q_max: int = 4):
+    def __init__(self, be: Device, layer: dict, H: int, slots: int, q_max: int = 4):
         self.be, self.H, self.D = be, H, H * K
         rng = np.random.default_rng(11)
         w = {k: (be.put(v, bf16=(k == "f_b_weight")) if isinstance(v, np.ndarray) else v) for k, v in layer.items()}
@@ -97,10 +62,13 @@ class Setup:
         self.kda = kd.PreparedKda(conv_dim_first=True, **w)
         conv = kd.float32_to_bf16(rng.normal(0, 1, size=(slots, 3 * self.D, self.window)))
         state = (rng.normal(0, 0.02, size=(slots, H, K, K))).astype(np.float32)
-        self.caches = kd.Caches(conv_state=be.put(conv, bf16=True), state=be.put(state),
-                                correction=be.put(np.zeros((slots, H, q_max, K), np.float32)),
-                                key_gate=be.put(np.zeros((slots, H, q_max, 2 * K), np.float32)),
-                                pending=be.put(np.zeros(slots, np.int32)))
+        self.caches = kd.Caches(
+            conv_state=be.put(conv, bf16=True),
+            state=be.put(state),
+            correction=be.put(np.zeros((slots, H, q_max, K), np.float32)),
+            key_gate=be.put(np.zeros((slots, H, q_max, 2 * K), np.float32)),
+            pending=be.put(np.zeros(slots, np.int32)),
+        )
         self.kda.prepare(self.caches)
 
     def inputs(self, rows: int, seed: int) -> np.ndarray:
@@ -108,16 +76,21 @@ class Setup:
         pitch = 4 * self.D + K + self.H + 8  # padding columns
         return kd.float32_to_bf16(rng.normal(0, 1, size=(rows, pitch)))
 
-    def step(self, proj: np.ndarray, slots: np.ndarray, **kw):
+    def step(self, proj: np.ndarray, slots: np.ndarray, **kw: Any) -> Any:
         be = self.be
         out = be.put(np.zeros((proj.shape[0], self.D), np.uint16), bf16=True)
-        self.kda.run(be.put(proj, bf16=True), out, self.caches, be.put(slots.astype(np.int32)),
-                     **{k: (be.put(v.astype(np.int32)) if isinstance(v, np.ndarray) else v) for k, v in kw.items()})
+        self.kda.run(
+            be.put(proj, bf16=True),
+            out,
+            self.caches,
+            be.put(slots.astype(np.int32)),
+            **{k: (be.put(v.astype(np.int32)) if isinstance(v, np.ndarray) else v) for k, v in kw.items()},
+        )
         return out
 
     def snapshot(self) -> dict:
         c = self.caches
-        return dict(conv=self.be.get(c.conv_state), state=self.be.get(c.state))
+        return dict(conv=self.be.host(c.conv_state), state=self.be.host(c.state))
 
 
 def rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -133,7 +106,9 @@ def out_ok(gpu_bits: np.ndarray, cpu_bits: np.ndarray) -> bool:
     return bool(np.all(np.abs(g - c) <= np.abs(c) / 128 + 2e-3 * np.max(np.abs(c))))
 
 
-def trajectory(be: Backend, layer: dict, H: int, B: int, steps: int, seed: int, q_max: int = 4):
+def trajectory(
+    be: Device, layer: Dict[str, Any], H: int, B: int, steps: int, seed: int, q_max: int = 4
+) -> Tuple[Setup, List[np.ndarray], float]:
     """A decode trajectory of requests in slots 1..B; returns (setup, outputs, µs per step)."""
     s = Setup(be, layer, H, slots=B * q_max + 2, q_max=q_max)
     slots = np.arange(1, B + 1, dtype=np.int32)
@@ -145,7 +120,7 @@ def trajectory(be: Backend, layer: dict, H: int, B: int, steps: int, seed: int, 
         o = s.step(proj, slots)
         be.sync()
         times.append((time.perf_counter() - t0) * 1e6)
-        outs.append(be.get(o))
+        outs.append(be.host(o))
     st = s.kda.status()
     if not st.ok:
         raise RuntimeError(f"status after the trajectory: {st.describe()}")
@@ -163,9 +138,11 @@ def verify_steps(s: Setup, B: int, seed: int) -> dict:
     acc2 = np.full(B, 2, np.int32)
     pend = np.zeros(B * q + 2, np.int32)
     pend[ck] = 2
-    for name, sl, kw in (("per_token", tbl, dict(q=q, mode="per_token")),
-                         ("record", ck, dict(q=q, mode="record")),
-                         ("fused", ck, dict(q=q, mode="fused", accepted=acc2))):
+    for name, sl, kw in (
+        ("per_token", tbl, dict(q=q, mode="per_token")),
+        ("record", ck, dict(q=q, mode="record")),
+        ("fused", ck, dict(q=q, mode="fused", accepted=acc2)),
+    ):
         if name == "fused":
             be.assign(s.caches.pending, pend)  # the engine marks the 2 accepted records
         proj = s.inputs(B * q, seed)
@@ -187,7 +164,7 @@ def verify_steps(s: Setup, B: int, seed: int) -> dict:
     return res
 
 
-def identities(be: Backend, layer: dict, H: int, B: int) -> tuple:
+def identities(be: Device, layer: dict, H: int, B: int) -> tuple:
     """commit(n) == per-token state after n tokens, and fused == flush + record (bitwise)."""
     q, n = 4, 3
     a = Setup(be, layer, H, slots=B * q + 2)
@@ -211,36 +188,32 @@ def identities(be: Backend, layer: dict, H: int, B: int) -> tuple:
     for s in (c, d):
         be.assign(s.caches.pending, pend)
     proj2 = c.inputs(B * q, 6)
-    oc = be.get(c.step(proj2, ck, q=q, mode="fused", accepted=acc))
+    oc = be.host(c.step(proj2, ck, q=q, mode="fused", accepted=acc))
     d.kda.flush(d.caches, be.put(ck))
-    od = be.get(d.step(proj2, ck, q=q, mode="record", accepted=acc))
+    od = be.host(d.step(proj2, ck, q=q, mode="record", accepted=acc))
     fused_ok = bool(np.array_equal(oc, od)) and bool(
-        np.array_equal(c.snapshot()["state"].view(np.uint32), d.snapshot()["state"].view(np.uint32)))
+        np.array_equal(c.snapshot()["state"].view(np.uint32), d.snapshot()["state"].view(np.uint32))
+    )
     return commit_ok, fused_ok
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="kda-decode main job: realistic layers, verify schemes, golden cases")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--golden", default="tests/golden")
     args = ap.parse_args(argv)
 
-    cuda = False
-    if args.device in ("auto", "cuda") and kd.cuda_built():
-        try:
-            import torch
-
-            cuda = torch.cuda.is_available()
-        except ImportError:
-            cuda = False
+    cuda = args.device in ("auto", "cuda") and cuda_usable()
     if args.device == "cuda" and not cuda:
         print("--device cuda: no usable GPU (torch with CUDA and a CUDA build of kda_decode are needed)")
         return 2
-    be = Backend(cuda)
+    be = Device("cuda" if cuda else "cpu")
     B = 64 if cuda else 4
-    print(f"kda-decode main job — backend {'CUDA (' + be.torch.cuda.get_device_name() + ')' if cuda else 'CPU'}, "
-          f"B = {B}, {args.steps} decode steps, W = {W}")
+    print(
+        f"kda-decode main job — backend {'CUDA (' + be.torch.cuda.get_device_name() + ')' if cuda else 'CPU'}, "
+        f"B = {B}, {args.steps} decode steps, W = {W}"
+    )
     ok = True
     rows = []
     for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12), ("Kimi K3 shard", 96)):
@@ -250,7 +223,7 @@ def main(argv=None) -> int:
             ver = verify_steps(s, B, seed=H + 1)
             # agreement
             if cuda:
-                cpu = Backend(False)
+                cpu = Device("cpu")
                 Bc, n = 4, 8
                 gs, go, _ = trajectory(be, layer, H, Bc, n, seed=7)
                 cs, co, _ = trajectory(cpu, layer, H, Bc, n, seed=7)
@@ -258,21 +231,28 @@ def main(argv=None) -> int:
                 st_rel = rel(gs.snapshot()["state"], cs.snapshot()["state"])
                 win_ok = bool(np.array_equal(gs.snapshot()["conv"], cs.snapshot()["conv"]))
                 agree = agree_out and st_rel <= 2e-5 * n and win_ok
-                detail = f"GPU vs CPU over {n} steps: out {'ok' if agree_out else 'FAIL'}, state rel {st_rel:.1e}, " \
-                         f"windows {'bitwise' if win_ok else 'DIFFER'}"
+                detail = (
+                    f"GPU vs CPU over {n} steps: out {'ok' if agree_out else 'FAIL'}, state rel {st_rel:.1e}, "
+                    f"windows {'bitwise' if win_ok else 'DIFFER'}"
+                )
             else:
                 c_ok, f_ok = identities(be, layer, H, 2)
                 agree = c_ok and f_ok
-                detail = f"commit==per_token {'bitwise' if c_ok else 'DIFFERS'}, fused==flush+record " \
-                         f"{'bitwise' if f_ok else 'DIFFERS'}"
+                detail = (
+                    f"commit==per_token {'bitwise' if c_ok else 'DIFFERS'}, fused==flush+record "
+                    f"{'bitwise' if f_ok else 'DIFFERS'}"
+                )
             finite = all(np.all(np.isfinite(kd.bf16_to_float32(o))) for o in outs)
             ok &= agree and finite
             rows.append((f"{name} H={H}", gate, us, ver, agree and finite, detail))
     print()
-    print(f"{'layer':<22} {'gate':<12} {'decode µs':>10} {'per_token':>10} {'record':>8} {'commit':>8} {'fused':>8}  agreement")
+    head = f"{'layer':<22} {'gate':<12} {'decode µs':>10} {'per_token':>10} {'record':>8} {'commit':>8} {'fused':>8}"
+    print(head + "  agreement")
     for lname, gate, us, ver, good, detail in rows:
-        print(f"{lname:<22} {gate:<12} {us:>10.1f} {ver['per_token']:>10.1f} {ver['record']:>8.1f} {ver['commit']:>8.1f} "
-              f"{ver['fused']:>8.1f}  {'PASS' if good else 'FAIL'} ({detail})")
+        print(
+            f"{lname:<22} {gate:<12} {us:>10.1f} {ver['per_token']:>10.1f} {ver['record']:>8.1f} {ver['commit']:>8.1f} "
+            f"{ver['fused']:>8.1f}  {'PASS' if good else 'FAIL'} ({detail})"
+        )
     print("(µs: median wall time of eager steps incl. host launch; benchmarks/ time by the BENCHMARKS.md protocol)")
     # golden cases
     cases = sorted(glob.glob(os.path.join(args.golden, "*", "case.json")))

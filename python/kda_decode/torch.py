@@ -21,9 +21,10 @@ implementation that returns nothing, so the ops trace under ``torch.compile`` (a
 ``fullgraph=True``) and pass ``torch.library.opcheck``.
 
 Use the wrappers below (same arguments as the :class:`~kda_decode.PreparedKda` methods,
-the object first) or simply call the methods: once this module is imported,
-``PreparedKda.run / run_views / commit / flush`` go through these ops while torch.compile
-traces them, and call the extension directly otherwise (no dispatcher cost in eager mode).
+the object first) or simply call the methods: while this module is imported,
+``PreparedKda.run / run_views / commit / flush`` go through these ops when torch.compile
+traces them (the methods look this module up; it writes nothing into the package), and
+call the extension directly otherwise (no dispatcher cost in eager mode).
 
 Under torch.compile the methods' ``stream`` argument is ignored: the ops launch on the
 current stream (use ``with torch.cuda.stream(s):`` around the compiled call instead).
@@ -31,44 +32,41 @@ current stream (use ``with torch.cuda.stream(s):`` around the compiled call inst
 Devices: a PreparedKda built from CPU tensors runs the CPU backend on CPU tensors; one
 built from CUDA tensors runs the CUDA backend and launches on
 ``torch.cuda.current_stream()`` of the tensors' device (what CUDA-graph capture and
-torch.compile expect). Mixing devices raises ``ValueError`` naming the operand.
+torch.compile expect). Mixing devices raises ``DeviceError`` (a ValueError) naming the operand.
 
-Errors: as the methods — ``TypeError`` / ``ValueError`` for operand errors (raised when the
-op runs; the fake implementations do not validate), data errors are read with
-``kda.status()`` (not an op: it synchronises the stream).
+Errors: as the methods, raised when the op runs (the fake implementations do not
+validate); data errors are read with ``kda.status()`` (not an op: it synchronises the stream).
 """
-import sys
-from typing import Optional
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
 
 import torch
 
-import kda_decode as _kd
+from .arguments import cache_fields, native_caches, step_args
+from .prepared import PreparedKda, prepared_of
 
-__all__ = ["run", "run_views", "commit", "flush", "prepared_of", "from_module", "OPS"]
+__all__ = ["OPS", "commit", "compiling", "flush", "from_module", "prepared_of", "run", "run_views", "step"]
 
 # Mutated arguments (declared to torch). Records and pending are declared for every mode:
 # record / fused steps write them; decode and per-token steps leave them untouched.
 _STEP_MUTATES = ("out", "conv_state", "state", "correction", "key_gate", "pending")
 
 
-def prepared_of(handle: int) -> "_kd.PreparedKda":
-    """The live PreparedKda with this handle.
-
-    Raises:
-        RuntimeError: no live object has this handle (it was garbage-collected: keep the
-            PreparedKda alive as long as graphs or compiled functions use it).
-    """
-    kda = _kd._LIVE.get(int(handle))
-    if kda is None:
-        raise RuntimeError(f"kda_decode: no live PreparedKda with handle {handle} (was it garbage-collected?)")
-    return kda
+def compiling() -> bool:
+    """True while torch.compile traces the caller."""
+    return bool(torch.compiler.is_compiling())
 
 
-def _compiling() -> bool:
-    try:
-        return bool(torch.compiler.is_compiling())
-    except AttributeError:  # pragma: no cover - very old torch
-        return False
+def _stream(t: torch.Tensor) -> int:
+    return int(torch.cuda.current_stream(t.device).cuda_stream) if t.is_cuda else 0
+
+
+def _caches(conv_state: Any, state: Any, correction: Any, key_gate: Any, pending: Any) -> Any:
+    return native_caches(
+        dict(conv_state=conv_state, state=state, correction=correction, key_gate=key_gate, pending=pending)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -91,14 +89,27 @@ def _run_op(
     out_slots: Optional[torch.Tensor],
     record_rows: Optional[torch.Tensor],
 ) -> None:
-    kda = prepared_of(handle)
-    kda._core.run(projected, out, conv_state, state, correction, key_gate, pending, slots, q, step_mode, accepted,
-                  out_slots, record_rows, _kd._resolve_stream(None, projected))
+    args = step_args(slots, q, step_mode, accepted, out_slots, record_rows, _stream(projected))
+    prepared_of(handle)._core.run(projected, out, _caches(conv_state, state, correction, key_gate, pending), args)
 
 
 @_run_op.register_fake
-def _run_fake(handle, projected, out, conv_state, state, correction, key_gate, pending, slots, q, step_mode, accepted,
-              out_slots, record_rows) -> None:
+def _run_fake(
+    handle: int,
+    projected: torch.Tensor,
+    out: torch.Tensor,
+    conv_state: torch.Tensor,
+    state: torch.Tensor,
+    correction: Optional[torch.Tensor],
+    key_gate: Optional[torch.Tensor],
+    pending: Optional[torch.Tensor],
+    slots: torch.Tensor,
+    q: int,
+    step_mode: str,
+    accepted: Optional[torch.Tensor],
+    out_slots: Optional[torch.Tensor],
+    record_rows: Optional[torch.Tensor],
+) -> None:
     return None
 
 
@@ -122,14 +133,32 @@ def _run_views_op(
     out_slots: Optional[torch.Tensor],
     record_rows: Optional[torch.Tensor],
 ) -> None:
-    kda = prepared_of(handle)
-    kda._core.run_views(qkv, out_gate, gate_in, beta, out, conv_state, state, correction, key_gate, pending, slots,
-                        q, step_mode, accepted, out_slots, record_rows, _kd._resolve_stream(None, qkv))
+    args = step_args(slots, q, step_mode, accepted, out_slots, record_rows, _stream(qkv))
+    prepared_of(handle)._core.run_views(
+        qkv, out_gate, gate_in, beta, out, _caches(conv_state, state, correction, key_gate, pending), args
+    )
 
 
 @_run_views_op.register_fake
-def _run_views_fake(handle, qkv, out_gate, gate_in, beta, out, conv_state, state, correction, key_gate, pending,
-                    slots, q, step_mode, accepted, out_slots, record_rows) -> None:
+def _run_views_fake(
+    handle: int,
+    qkv: torch.Tensor,
+    out_gate: torch.Tensor,
+    gate_in: torch.Tensor,
+    beta: torch.Tensor,
+    out: torch.Tensor,
+    conv_state: torch.Tensor,
+    state: torch.Tensor,
+    correction: Optional[torch.Tensor],
+    key_gate: Optional[torch.Tensor],
+    pending: Optional[torch.Tensor],
+    slots: torch.Tensor,
+    q: int,
+    step_mode: str,
+    accepted: Optional[torch.Tensor],
+    out_slots: Optional[torch.Tensor],
+    record_rows: Optional[torch.Tensor],
+) -> None:
     return None
 
 
@@ -145,13 +174,23 @@ def _commit_op(
     record_rows: Optional[torch.Tensor],
     counts: torch.Tensor,
 ) -> None:
-    kda = prepared_of(handle)
-    kda._core.commit(conv_state, state, correction, key_gate, pending, slots, record_rows, counts,
-                     _kd._resolve_stream(None, state))
+    prepared_of(handle)._core.commit(
+        _caches(conv_state, state, correction, key_gate, pending), slots, record_rows, counts, _stream(state)
+    )
 
 
 @_commit_op.register_fake
-def _commit_fake(handle, conv_state, state, correction, key_gate, pending, slots, record_rows, counts) -> None:
+def _commit_fake(
+    handle: int,
+    conv_state: torch.Tensor,
+    state: torch.Tensor,
+    correction: torch.Tensor,
+    key_gate: torch.Tensor,
+    pending: Optional[torch.Tensor],
+    slots: torch.Tensor,
+    record_rows: Optional[torch.Tensor],
+    counts: torch.Tensor,
+) -> None:
     return None
 
 
@@ -166,13 +205,22 @@ def _flush_op(
     slots: torch.Tensor,
     record_rows: Optional[torch.Tensor],
 ) -> None:
-    kda = prepared_of(handle)
-    kda._core.flush(conv_state, state, correction, key_gate, pending, slots, record_rows,
-                    _kd._resolve_stream(None, state))
+    prepared_of(handle)._core.flush(
+        _caches(conv_state, state, correction, key_gate, pending), slots, record_rows, _stream(state)
+    )
 
 
 @_flush_op.register_fake
-def _flush_fake(handle, conv_state, state, correction, key_gate, pending, slots, record_rows) -> None:
+def _flush_fake(
+    handle: int,
+    conv_state: torch.Tensor,
+    state: torch.Tensor,
+    correction: torch.Tensor,
+    key_gate: torch.Tensor,
+    pending: torch.Tensor,
+    slots: torch.Tensor,
+    record_rows: Optional[torch.Tensor],
+) -> None:
     return None
 
 
@@ -188,28 +236,45 @@ OPS = {
 # ---------------------------------------------------------------------------------------
 # wrappers (traceable by torch.compile: attribute reads and an op call only)
 # ---------------------------------------------------------------------------------------
-def _caches(caches):
-    """(conv_state, state, correction, key_gate, pending) of a Caches or a dict."""
-    if isinstance(caches, _kd.Caches):
-        return caches.conv_state, caches.state, caches.correction, caches.key_gate, caches.pending
-    if isinstance(caches, dict):
-        for k in caches:
-            if k not in _kd._CACHE_KEYS:
-                raise ValueError(f"caches: unknown key {k!r} (expected {', '.join(_kd._CACHE_KEYS)})")
-        return (caches.get("conv_state"), caches.get("state"), caches.get("correction"), caches.get("key_gate"),
-                caches.get("pending"))
-    raise TypeError(f"caches: expected a kda_decode.Caches or a dict, got {type(caches).__name__}")
+def step(
+    kda: PreparedKda,
+    inputs: Tuple[Any, ...],
+    out: Any,
+    caches: Any,
+    slots: Any,
+    *,
+    q: int = 1,
+    accepted: Any = None,
+    out_slots: Any = None,
+    record_rows: Any = None,
+    mode: str = "decode",
+) -> None:
+    """The op behind :meth:`PreparedKda._step`: ``run`` for ``inputs = (projected,)``,
+    ``run_views`` for the four views."""
+    cs, st, cr, kg, pd = cache_fields(caches)
+    if len(inputs) == 1:
+        torch.ops.kda_decode.run(
+            kda._handle, inputs[0], out, cs, st, cr, kg, pd, slots, q, mode, accepted, out_slots, record_rows
+        )
+    else:
+        torch.ops.kda_decode.run_views(
+            kda._handle, *inputs, out, cs, st, cr, kg, pd, slots, q, mode, accepted, out_slots, record_rows
+        )
 
 
-def _check_step(q, mode):
-    if isinstance(q, bool) or not isinstance(q, int):
-        raise TypeError(f"q: expected an int in [1, {_kd.MAX_Q}], got {type(q).__name__}")
-    if mode not in _kd.MODES:
-        raise ValueError(f"mode: expected one of {', '.join(_kd.MODES)}, got {mode!r}")
-
-
-def run(kda, projected, out, caches, slots, *, q: int = 1, accepted=None, out_slots=None, record_rows=None,
-        mode: str = "decode") -> None:
+def run(
+    kda: PreparedKda,
+    projected: Any,
+    out: Any,
+    caches: Any,
+    slots: Any,
+    *,
+    q: int = 1,
+    accepted: Any = None,
+    out_slots: Any = None,
+    record_rows: Any = None,
+    mode: str = "decode",
+) -> None:
     """:meth:`kda_decode.PreparedKda.run` through the ``kda_decode::run`` op.
 
     Args:
@@ -223,17 +288,38 @@ def run(kda, projected, out, caches, slots, *, q: int = 1, accepted=None, out_sl
     Launches on the current CUDA stream (CUDA tensors). Allocates nothing, never
     synchronises; capturable in a CUDA graph and traceable by ``torch.compile``.
     Raises:
-        TypeError / ValueError: operand errors (message names the operand).
-        RuntimeError: ``kda`` is not alive any more (see :func:`prepared_of`).
+        As :meth:`PreparedKda.run`; RuntimeError: ``kda`` is not alive any more.
     """
-    _check_step(q, mode)
-    cs, st, cr, kg, pd = _caches(caches)
-    torch.ops.kda_decode.run(kda._handle, projected, out, cs, st, cr, kg, pd, slots, q, mode, accepted, out_slots,
-                             record_rows)
+    step(
+        kda,
+        (projected,),
+        out,
+        caches,
+        slots,
+        q=q,
+        accepted=accepted,
+        out_slots=out_slots,
+        record_rows=record_rows,
+        mode=mode,
+    )
 
 
-def run_views(kda, qkv, out_gate, gate_in, beta, out, caches, slots, *, q: int = 1, accepted=None,
-              out_slots=None, record_rows=None, mode: str = "decode") -> None:
+def run_views(
+    kda: PreparedKda,
+    qkv: Any,
+    out_gate: Any,
+    gate_in: Any,
+    beta: Any,
+    out: Any,
+    caches: Any,
+    slots: Any,
+    *,
+    q: int = 1,
+    accepted: Any = None,
+    out_slots: Any = None,
+    record_rows: Any = None,
+    mode: str = "decode",
+) -> None:
     """:meth:`kda_decode.PreparedKda.run_views` through the ``kda_decode::run_views`` op.
 
     Args:
@@ -243,13 +329,21 @@ def run_views(kda, qkv, out_gate, gate_in, beta, out, caches, slots, *, q: int =
     Raises:
         As :func:`run`.
     """
-    _check_step(q, mode)
-    cs, st, cr, kg, pd = _caches(caches)
-    torch.ops.kda_decode.run_views(kda._handle, qkv, out_gate, gate_in, beta, out, cs, st, cr, kg, pd, slots, q,
-                                   mode, accepted, out_slots, record_rows)
+    step(
+        kda,
+        (qkv, out_gate, gate_in, beta),
+        out,
+        caches,
+        slots,
+        q=q,
+        accepted=accepted,
+        out_slots=out_slots,
+        record_rows=record_rows,
+        mode=mode,
+    )
 
 
-def commit(kda, caches, slots, record_rows, counts) -> None:
+def commit(kda: PreparedKda, caches: Any, slots: Any, record_rows: Any, counts: Any) -> None:
     """:meth:`kda_decode.PreparedKda.commit` through the ``kda_decode::commit`` op.
 
     Args:
@@ -259,11 +353,11 @@ def commit(kda, caches, slots, record_rows, counts) -> None:
     Raises:
         As :func:`run`.
     """
-    cs, st, cr, kg, pd = _caches(caches)
+    cs, st, cr, kg, pd = cache_fields(caches)
     torch.ops.kda_decode.commit(kda._handle, cs, st, cr, kg, pd, slots, record_rows, counts)
 
 
-def flush(kda, caches, slots, record_rows=None) -> None:
+def flush(kda: PreparedKda, caches: Any, slots: Any, record_rows: Any = None) -> None:
     """:meth:`kda_decode.PreparedKda.flush` through the ``kda_decode::flush`` op.
 
     Args:
@@ -272,14 +366,10 @@ def flush(kda, caches, slots, record_rows=None) -> None:
     Raises:
         As :func:`run`.
     """
-    cs, st, cr, kg, pd = _caches(caches)
+    cs, st, cr, kg, pd = cache_fields(caches)
     torch.ops.kda_decode.flush(kda._handle, cs, st, cr, kg, pd, slots, record_rows)
 
 
-def from_module(attention, policies=None, **kw) -> "_kd.PreparedKda":
+def from_module(attention: Any, policies: Any = None, **kw: Any) -> PreparedKda:
     """Same as :meth:`kda_decode.PreparedKda.from_module` (vLLM ``KimiK3DeltaAttention`` names)."""
-    return _kd.PreparedKda.from_module(attention, policies, **kw)
-
-
-# PreparedKda methods route through the ops while torch.compile traces them.
-_kd._TORCH_OPS = sys.modules[__name__]
+    return PreparedKda.from_module(attention, policies, **kw)

@@ -73,17 +73,91 @@ fp32) are private. After reloading weights *in place* (same tensors, e.g.
 prepared layer's copies at the same addresses, so captured CUDA graphs replay with the new
 weights. Weights that move to new tensors make a new layer on the next call (re-capture).
 """
+
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-import torch
+from ._core import HEAD_DIM, Policy, Status
+from .arguments import Caches
+from .prepared import PreparedKda
 
-import kda_decode as _kd
+if TYPE_CHECKING:  # torch is imported where a call hands over torch tensors, not at import time
+    import torch
 
-__all__ = ["FusedKdaDecode", "fused_kda_decode", "process_weights_after_loading", "status"]
+__all__ = ["FusedKdaDecode", "fused_kda_decode", "process_weights_after_loading", "read_module", "status"]
 
-HEAD_DIM = 128
+
+# ---------------------------------------------------------------------------------------
+# reading a vLLM KDA attention module (PreparedKda.from_module)
+# ---------------------------------------------------------------------------------------
+def _detached(x: Any) -> Any:
+    """torch parameters / tensors: the same storage without autograd (DLPack refuses
+    tensors that require grad); anything else unchanged."""
+    d = getattr(x, "detach", None)
+    return d() if callable(d) else x
+
+
+def read_module(attention: Any, precomputed_gate: bool) -> Tuple[Dict[str, Any], float, Optional[float]]:
+    """(weights, eps, lower_bound) of a vLLM ``KimiK3DeltaAttention``-style module.
+
+    Reads (H = heads of this tensor-parallel shard, D = 128·H, W = conv taps):
+
+    - ``attention.conv1d.weight``: ``[3D, 1, W]`` (or ``[3D, W]``) fp32/bf16, packed q|k|v;
+    - ``attention.conv1d.bias``: ``[3D]`` fp32, or None / absent;
+    - ``attention.f_b_proj.weight``: ``[D, R=128]`` bf16 (not read with ``precomputed_gate``);
+    - ``attention.A_log``: ``[H]`` fp32 (an older ``[1, 1, H, 1]`` is viewed as ``[H]``);
+    - ``attention.dt_bias``: ``[D]`` fp32;
+    - ``attention.o_norm.weight``: ``[128]``, any float dtype; ``o_norm.eps`` (else
+      ``o_norm.variance_epsilon``, else 1e-5) is the RMSNorm eps;
+    - ``attention.gate_lower_bound``: a float in [-5, 0), or None / absent (softplus gate).
+
+    Returns the keyword arguments of :class:`~kda_decode.PreparedKda` for the weights.
+
+    Raises:
+        AttributeError: a required attribute is missing or None (the message names it).
+    """
+
+    def need(obj: Any, path: str) -> Any:
+        cur = obj
+        for part in path.split("."):
+            if not hasattr(cur, part):
+                raise AttributeError(
+                    f"from_module: the attention module has no '{path}' (expected vLLM KimiK3DeltaAttention names: "
+                    "conv1d.weight, f_b_proj.weight, A_log, dt_bias, o_norm.weight)"
+                )
+            cur = getattr(cur, part)
+        if cur is None:
+            raise AttributeError(f"from_module: attention.{path} is None")
+        return cur
+
+    conv_w = _detached(need(attention, "conv1d.weight"))
+    if getattr(conv_w, "ndim", 3) == 2:  # [3D, W] (a Linear-shaped conv parameter)
+        conv_w = conv_w[:, None, :]
+    conv_b = getattr(need(attention, "conv1d"), "bias", None)
+    conv_b = None if conv_b is None else _detached(conv_b)
+    a_log = _detached(need(attention, "A_log"))
+    if getattr(a_log, "ndim", 1) != 1:  # older checkpoints: [1, 1, H, 1]
+        a_log = a_log.reshape(-1)
+    dt_bias = _detached(need(attention, "dt_bias"))
+    if getattr(dt_bias, "ndim", 1) != 1:
+        dt_bias = dt_bias.reshape(-1)
+    norm = need(attention, "o_norm")
+    norm_w = _detached(need(attention, "o_norm.weight"))
+    eps: Any = getattr(norm, "eps", None)
+    if eps is None:
+        eps = getattr(norm, "variance_epsilon", 1e-5)
+    f_b = None if precomputed_gate else _detached(need(attention, "f_b_proj.weight"))
+    lb = getattr(attention, "gate_lower_bound", None)
+    weights = dict(
+        conv_weight=conv_w, A_log=a_log, dt_bias=dt_bias, norm_weight=norm_w, f_b_weight=f_b, conv_bias=conv_b
+    )
+    return weights, float(eps), (None if lb is None else float(lb))
+
+
+# ---------------------------------------------------------------------------------------
+# the drop-in for ops.fused_kda_decode
+# ---------------------------------------------------------------------------------------
 
 
 def _rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor:
@@ -92,16 +166,22 @@ def _rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor
         v = t
     else:
         if t.numel() != rows * cols:
-            raise ValueError(f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
-                             f"got shape {tuple(t.shape)}")
+            raise ValueError(
+                f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
+                f"got shape {tuple(t.shape)}"
+            )
         try:
             v = t.view(rows, cols)
         except RuntimeError as e:
-            raise ValueError(f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
-                             f"strides {t.stride()}): {e}") from None
+            raise ValueError(
+                f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
+                f"strides {t.stride()}): {e}"
+            ) from None
     if cols > 1 and rows > 0 and v.stride(1) != 1:
-        raise ValueError(f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
-                         f"got strides {t.stride()} for shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
+            f"got strides {t.stride()} for shape {tuple(t.shape)}"
+        )
     return v
 
 
@@ -114,8 +194,9 @@ def _conv_weight_of(weight: torch.Tensor, D: int) -> torch.Tensor:
         return w.unsqueeze(1)
     if w.dim() == 3 and w.shape[0] == 3 * D and w.shape[1] == 1:
         return w
-    raise ValueError(f"weight: expected [3, W, {D}] (vLLM's decode_conv1d_weight) or [{3 * D}, 1, W], "
-                     f"got shape {tuple(w.shape)}")
+    raise ValueError(
+        f"weight: expected [3, W, {D}] (vLLM's decode_conv1d_weight) or [{3 * D}, 1, W], got shape {tuple(w.shape)}"
+    )
 
 
 def _sync(t: torch.Tensor) -> None:
@@ -123,13 +204,15 @@ def _sync(t: torch.Tensor) -> None:
     copies with synchronous cudaMemcpy on the legacy default stream, which is not ordered
     after work queued on torch's non-blocking streams (e.g. the reload's copies)."""
     if t.is_cuda:
+        import torch
+
         torch.cuda.current_stream(t.device).synchronize()
 
 
 class _Layer:
     """One prepared layer and the source tensors its derived copies come from."""
 
-    def __init__(self, kda: "_kd.PreparedKda", weight: torch.Tensor, bias, A_log, dt_bias, norm_weight):
+    def __init__(self, kda: PreparedKda, weight: Any, bias: Any, A_log: Any, dt_bias: Any, norm_weight: Any):
         self.kda = kda
         self.weight = weight
         self.bias = bias
@@ -185,9 +268,12 @@ class FusedKdaDecode:
             TypeError: a wrong dtype (e.g. int64 ``state_indices``).
             RuntimeError: the layer's first call happens during CUDA-graph capture.
         """
+        import torch
+
         if output_gate is None or norm_weight is None:
-            raise ValueError("fused_kda_decode: output_gate and norm_weight are required (the core always applies "
-                             "the gated RMSNorm)")
+            raise ValueError(
+                "fused_kda_decode: output_gate and norm_weight are required (the core always applies the gated RMSNorm)"
+            )
         H = int(A_log.numel())
         D = H * HEAD_DIM
         N = int(x.shape[0])
@@ -197,47 +283,83 @@ class FusedKdaDecode:
             out = torch.empty(1, N, H, HEAD_DIM, dtype=torch.bfloat16, device=x.device)
         # conv layout: the logical [slots, 3D, window] view vLLM passes
         if conv_state.dim() != 3:
-            raise ValueError(f"conv_state: expected the logical [slots, 3D, window] view, got shape {tuple(conv_state.shape)}")
+            raise ValueError(
+                f"conv_state: expected the logical [slots, 3D, window] view, got shape {tuple(conv_state.shape)}"
+            )
         if conv_state.stride(1) == 1 and conv_state.shape[1] > 1:
             dim_first, cs = False, conv_state.transpose(1, 2)  # SD storage [slots, window, 3D]
         elif conv_state.stride(2) == 1 or conv_state.shape[2] == 1:
             dim_first, cs = True, conv_state  # DS storage
         else:
-            raise ValueError(f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), "
-                             f"got strides {conv_state.stride()}")
+            raise ValueError(
+                f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), "
+                f"got strides {conv_state.stride()}"
+            )
         og = _rows_view(output_gate, N, D, "output_gate")
         gate = _rows_view(raw_g, N, D, "raw_g")
         beta = _rows_view(raw_beta, N, H, "raw_beta")
         o = _rows_view(out, N, D, "out")
         layer = self._layer(weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first, cs, state, N)
-        layer.kda.run_views(x, og, gate, beta, o, _kd.Caches(conv_state=cs, state=state), state_indices)
+        layer.kda.run_views(x, og, gate, beta, o, Caches(conv_state=cs, state=state), state_indices)
         return out
 
     # ---- layers ------------------------------------------------------------------------
-    def _key(self, weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first):
+    def _key(
+        self,
+        weight: Any,
+        bias: Any,
+        A_log: Any,
+        dt_bias: Any,
+        norm_weight: Any,
+        lower_bound: Optional[float],
+        norm_eps: float,
+        dim_first: bool,
+    ) -> Tuple[Any, ...]:
         return (
             str(A_log.device),
-            weight.data_ptr(), tuple(weight.shape), weight.dtype,
+            weight.data_ptr(),
+            tuple(weight.shape),
+            weight.dtype,
             0 if bias is None else bias.data_ptr(),
-            A_log.data_ptr(), dt_bias.data_ptr(), norm_weight.data_ptr(),
+            A_log.data_ptr(),
+            dt_bias.data_ptr(),
+            norm_weight.data_ptr(),
             None if lower_bound is None else float(lower_bound),
-            float(norm_eps), bool(dim_first),
+            float(norm_eps),
+            bool(dim_first),
         )
 
-    def _layer(self, weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first, cs, state, N):
+    def _layer(
+        self,
+        weight: Any,
+        bias: Any,
+        A_log: Any,
+        dt_bias: Any,
+        norm_weight: Any,
+        lower_bound: Optional[float],
+        norm_eps: float,
+        dim_first: bool,
+        cs: Any,
+        state: Any,
+        N: int,
+    ) -> _Layer:
         key = self._key(weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first)
         layer = self._layers.get(key)
         if layer is not None:
             return layer
+        import torch
+
         if A_log.is_cuda and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError("kda_decode.vllm.fused_kda_decode: the first call for a layer must be eager (it "
-                               "copies derived weights to the device); run one eager step before CUDA-graph capture")
+            raise RuntimeError(
+                "kda_decode.vllm.fused_kda_decode: the first call for a layer must be eager (it "
+                "copies derived weights to the device); run one eager step before CUDA-graph capture"
+            )
         H = int(A_log.numel())
         D = H * HEAD_DIM
-        pol = _kd.Policy(gate_mode=2, variant=self.variant)
+        pol = Policy(gate_mode=2, variant=self.variant)
         conv_weight = _conv_weight_of(weight, D)
         _sync(A_log)  # the core reads the weights with blocking copies outside torch's streams
-        kda = _kd.PreparedKda(
+        kda = PreparedKda(
             conv_weight=conv_weight,
             A_log=A_log.detach().view(-1),
             dt_bias=dt_bias.detach().view(-1),
@@ -251,15 +373,15 @@ class FusedKdaDecode:
             null_slot=self.null_slot,
             default_policy=pol,
         )
-        kda.prepare(_kd.Caches(conv_state=cs, state=state))
+        kda.prepare(Caches(conv_state=cs, state=state))
         layer = _Layer(kda, weight, bias, A_log, dt_bias, norm_weight)
         self._layers[key] = layer
         return layer
 
     @property
-    def prepared(self) -> List["_kd.PreparedKda"]:
+    def prepared(self) -> List[PreparedKda]:
         """The prepared layers, in the order of their first call."""
-        return [l.kda for l in self._layers.values()]
+        return [layer.kda for layer in self._layers.values()]
 
     def process_weights_after_loading(self) -> None:
         """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
@@ -269,23 +391,23 @@ class FusedKdaDecode:
         Raises:
             ValueError / TypeError: a source tensor changed shape or dtype.
         """
-        for l in self._layers.values():
-            D = l.kda.heads * HEAD_DIM
-            conv_weight = _conv_weight_of(l.weight, D)
-            _sync(l.A_log)
-            l.kda.process_weights_after_loading(
+        for layer in self._layers.values():
+            D = layer.kda.heads * HEAD_DIM
+            conv_weight = _conv_weight_of(layer.weight, D)
+            _sync(layer.A_log)
+            layer.kda.process_weights_after_loading(
                 conv_weight=conv_weight,
-                A_log=l.A_log.detach().view(-1),
-                dt_bias=l.dt_bias.detach().view(-1),
-                norm_weight=l.norm_weight.detach(),
+                A_log=layer.A_log.detach().view(-1),
+                dt_bias=layer.dt_bias.detach().view(-1),
+                norm_weight=layer.norm_weight.detach(),
                 f_b_weight=None,
-                conv_bias=None if l.bias is None else l.bias.detach(),
+                conv_bias=None if layer.bias is None else layer.bias.detach(),
             )
 
-    def status(self) -> List["_kd.Status"]:
+    def status(self) -> List[Status]:
         """Per prepared layer (first-call order): caller errors found in the data since the
         last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
-        return [l.kda.status() for l in self._layers.values()]
+        return [layer.kda.status() for layer in self._layers.values()]
 
     def clear(self) -> None:
         """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
@@ -301,6 +423,6 @@ def process_weights_after_loading() -> None:
     fused_kda_decode.process_weights_after_loading()
 
 
-def status() -> List["_kd.Status"]:
+def status() -> List[Status]:
     """:meth:`FusedKdaDecode.status` of :data:`fused_kda_decode`."""
     return fused_kda_decode.status()

@@ -258,7 +258,6 @@ class CpuBackend final : public Backend {
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(std::size_t n) override { return std::make_unique<CpuBuffer>(n); }
   void download(void* host, const void* src, std::size_t n) override { std::memcpy(host, src, n); }
-  void prepare_plan(const Plan&) override {}
   void step(const StepParams& p, const Plan&, void*) override { cpu_step(p, &flags_, &index_); }
   void commit(const CommitParams& p, void*) override { cpu_commit(p, &flags_, &index_); }
   uint32_t* error_flags() override { return &flags_; }

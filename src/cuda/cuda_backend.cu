@@ -113,7 +113,6 @@ class CudaBackend final : public Backend {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before reading weights)");
     check(cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost), "cudaMemcpy (weights)");
   }
-  void prepare_plan(const Plan&) override {}  // attributes are set once, at construction
 
   void step(const StepParams& p, const Plan& plan, void* stream) override {
     DeviceGuard g(dev_);

@@ -1,4 +1,4 @@
-// The table of every host-side validation of src/prepared.cpp and src/plan.cpp
+// The table of every host-side validation (src/validate/, and the planner's in src/plan/plan.cpp)
 // (docs/VALIDATION.md), one test per row: Rows/ValidationTable.Row/<ID>. Each row triggers
 // exactly its check and expects std::invalid_argument whose message names the operand (as a
 // word) and contains the row's excerpt, with nothing written (the pools and the poisoned
@@ -375,7 +375,7 @@ const std::vector<Row>& rows() {
       {"S43", "run / run_views", "accepted", "not on the weights' device", "accepted: expected device cpu", A_(kDecode, a.accepted = with_device(f.acc.view))},
       {"S44", "run / run_views", "out_slots", "not on the weights' device", "out_slots: expected device cpu", A_(kDecode, a.out_slots = with_device(f.rows.view))},
       {"S45", "run / run_views", "record_rows", "not on the weights' device", "record_rows: expected device cpu", A_(kRecord, a.record_rows = with_device(f.rows.view))},
-      {"S46", "run / run_views", "conv_state", "window < W - 2 + q", "conv_state: expected window >= W - 2 + q = 7, got 6",
+      {"S46", "run / run_views", "conv_state", "window < W - 2 + q", "conv_state: expected window >= W - 2 + q = 7 for step (per_token, B=2, q=5), got 6",
        [](Fx& f) {
          InputData in = random_inputs(f.rng, 10, H);
          OutBuf o = make_out(10, D);
@@ -386,7 +386,7 @@ const std::vector<Row>& rows() {
          a.slots = sl.view;
          f.kda->run_views(in.views(), o.view(), f.caches(), a);
        }},
-      {"S47", "run / run_views", "correction", "record / fused step with Qr < q", "correction: expected Qr >= q = 2, got 1",
+      {"S47", "run / run_views", "correction", "record / fused step with Qr < q", "correction: expected Qr >= q = 2 for step (record, B=2, q=2), got 1",
        [](Fx& f) {
          Caches c = f.caches();
          c.correction = make_view(f.pool.corr.data(), DType::kF32, {NSLOTS, H, 1, K}, {f.pool.corr_row, K, K, 1});
@@ -500,8 +500,8 @@ const std::vector<Row>& rows() {
          l.stream_ok = true;
          kda::plan_step({StepMode::kAppend, 2, 1}, pol(Variant::kWS), l, gpu_dev());
        }},
-      {"P11", "plan_step (CUDA)", "policy", "a variant that is not built (fused, fused_ws, cpu)", "variant 'fused' is not built in this version",
-       [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kFused), shape(), gpu_dev()); }},
+      {"P11", "plan_step (CUDA)", "policy", "a variant that is not built on CUDA (cpu)", "variant 'cpu' is not built in this version",
+       [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kCpu), shape(), gpu_dev()); }},
       {"P13", "plan_step (CUDA)", "policy", "'ws' forced on caches without 16-byte aligned strides", "variant 'ws' needs 16-byte aligned operands",
        [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kWS), shape(), gpu_dev()); }},
       {"P14", "plan_step (CUDA)", "policy", "'ws' forced where two ring stages do not fit (or the window is short)", "variant 'ws' needs two ring stages",

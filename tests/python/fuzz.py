@@ -50,6 +50,8 @@ import reference as ref  # noqa: E402
 from harness import (BUFFERS, Geometry, HostPool, Inputs, Layer, bf16, bits_of, check_bf16_state,  # noqa: E402
                      check_out, check_rel, draw_eps, f64, tiny_qk_scale)
 
+from kda_decode.devices import Device  # noqa: E402  (the package's data adapter, shared with main and golden)
+
 K = ref.K
 R = ref.R
 W = 4  # the conv width the CUDA kernels take (SPEC §1); the CPU backend's configurations draw 2..5
@@ -400,60 +402,6 @@ def index_tensor(ids, layout: str, two_d: bool = False, fill: int = 123457) -> n
         t[:B, 0:2 * cols:2] = a
         return t[:B, 0:2 * cols:2]
     return a.astype(np.int32)
-
-
-class Device:
-    """numpy on the CPU backend ('cpu'), or torch tensors on 'cuda' / 'torch-cpu' that keep
-    the strides and offsets of the numpy views they come from."""
-
-    def __init__(self, name: str):
-        self.name = name
-        if name != "cpu":
-            import torch
-
-            self.torch = torch
-            self.tdev = "cuda" if name == "cuda" else "cpu"
-
-    @property
-    def is_torch(self) -> bool:
-        return self.name != "cpu"
-
-    def put(self, a, bf16: bool = False):
-        """numpy -> this device with the same strides (column slices, padded rows, transposes)."""
-        if a is None or not self.is_torch:
-            return a
-        torch = self.torch
-        a = np.asarray(a)
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        es = a.itemsize
-        ok = (root.flags.c_contiguous and root.itemsize == es and root.dtype == a.dtype and
-              all(s >= 0 for s in a.strides))
-        if ok:
-            off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-            ok = off % es == 0 and all(s % es == 0 for s in a.strides)
-        src = root.reshape(-1) if ok else np.ascontiguousarray(a).reshape(-1)
-        if bf16:
-            t = torch.from_numpy(src.view(np.int16).copy()).to(self.tdev).view(torch.bfloat16)
-        else:
-            t = torch.from_numpy(src.copy()).to(self.tdev)
-        if ok:
-            return t.as_strided(a.shape, [s // es for s in a.strides], off // es)
-        return t.view(a.shape) if a.size else t.reshape(a.shape)
-
-    def host(self, t) -> np.ndarray:
-        if not self.is_torch:
-            return t
-        torch = self.torch
-        # a copy: on 'torch-cpu' .cpu() would alias the device tensor
-        if t.dtype == torch.bfloat16:
-            return np.array(t.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16), copy=True)
-        return np.array(t.detach().cpu().contiguous().numpy(), copy=True)
-
-    def sync(self):
-        if self.name == "cuda":
-            self.torch.cuda.synchronize()
 
 
 class DevicePool:

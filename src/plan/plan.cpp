@@ -1,0 +1,215 @@
+// src/plan/plan.cpp — the planner: a pure host function from (step key, policy, layer,
+// device) to a plan (kda/plan.h). Thresholds in kda/heuristics.h.
+//
+// kVariants below is the one place that knows what each CUDA variant needs (clusters,
+// 16-byte aligned caches and inputs), how it is launched, and what runs instead where it
+// cannot: `auto` walks the fallback chain, a forced variant raises PlanError with the
+// reason, and a variant that needs aligned inputs carries its fallback plan for steps
+// whose inputs are not (Plan::for_inputs).
+#include <algorithm>
+#include <sstream>
+
+#include "kda/cuda/config.h"
+#include "kda/errors.h"
+#include "kda/heuristics.h"
+#include "kda/plan.h"
+#include "plan/counters.h"
+#include "validate/validate.h"
+
+namespace kda {
+namespace {
+
+enum Needs : unsigned {
+  kClusters = 1u << 0,       ///< thread-block clusters (sm_90+)
+  kAlignedCaches = 1u << 1,  ///< LayerShape::stream_ok: caches_aligned()
+  kAlignedInputs = 1u << 2,  ///< inputs_aligned() at run time, else Plan::fallback
+};
+
+/// Static shared memory of the WS kernel (mbarriers): headroom below the device's opt-in
+/// limit.
+constexpr int64_t kStaticSmem = 1024;
+
+struct Context {
+  const StepKey& key;
+  const LayerShape& layer;
+  const DeviceInfo& dev;
+  int64_t items() const { return int64_t(key.B) * layer.H; }
+  cuda_config::StreamSmem stream_smem() const {
+    return {key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4, key.mode == StepMode::kFused};
+  }
+  bool window_fits() const { return layer.window >= layer.W - 2 + key.q; }
+  /// The step folds pending records (fused, append): Split/Wide stage them.
+  bool folds() const { return mode_traits(key.mode).pending; }
+};
+
+/// Fills the launch shape of `plan`; returns "" or why the variant cannot run the key.
+using ShapeFn = std::string (*)(const Context&, Plan&);
+
+std::string split_shape(const Context& c, Plan& p, int split) {
+  p.split = split;
+  p.threads = cuda_config::kStepThreads;
+  const int q = c.key.q, state_bytes = c.layer.state_bf16 ? 2 : 4, recs = c.folds() ? c.layer.records : 0;
+  p.ctas = c.items() * split;
+  const heuristics::StepLayout lay =
+      heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms);
+  if (c.dev.smem_optin > 0 && lay.stages == 0)
+    return "needs " + std::to_string(cuda_config::StepSmem{q, split, 1, state_bytes, recs, 2 + q}.bytes()) +
+           " bytes of shared memory, the device allows " + std::to_string(c.dev.smem_optin);
+  p.ring_stages = lay.stages;
+  p.ctas_per_sm = lay.ctas_per_sm;
+  p.smem = lay.smem;
+  return "";
+}
+
+std::string shape_split(const Context& c, Plan& p) {
+  return split_shape(c, p, std::max(2, choose_split(c.items(), c.dev.sms)));
+}
+
+std::string shape_wide(const Context& c, Plan& p) { return split_shape(c, p, 1); }
+
+std::string shape_ws(const Context& c, Plan& p) {
+  const cuda_config::WsSmem ws{c.stream_smem()};
+  const int stages = ws.stages_for(c.dev.smem_optin - kStaticSmem);
+  if (!c.window_fits() || stages < 2)
+    return "needs two ring stages of " + std::to_string(ws.stage_size()) + " bytes plus " +
+           std::to_string(ws.scratch_bytes()) + " bytes of scratch in shared memory, the device allows " +
+           std::to_string(c.dev.smem_optin);
+  p.threads = cuda_config::kWsThreads;
+  p.items_per_cta = std::max<int64_t>(1, (c.items() + c.dev.sms - 1) / c.dev.sms);
+  p.ctas = (c.items() + p.items_per_cta - 1) / p.items_per_cta;
+  p.ring_stages = stages;
+  p.smem = ws.bytes(stages);
+  return "";
+}
+
+/// Step modes as a bit mask (1 << StepMode).
+constexpr unsigned mode_bit(StepMode m) { return 1u << unsigned(m); }
+constexpr unsigned kAllModes = ~0u;
+/// WS runs the modes it was written for; append (fold without write-back) is Split/Wide's.
+constexpr unsigned kWsModes = mode_bit(StepMode::kDecode) | mode_bit(StepMode::kPerToken) |
+                              mode_bit(StepMode::kRecord) | mode_bit(StepMode::kFused);
+
+struct VariantSpec {
+  Variant variant;
+  unsigned modes;    ///< the step modes it runs (mode_bit)
+  unsigned needs;    ///< Needs
+  Variant fallback;  ///< what `auto` runs where this one cannot (kAuto: none), and the aligned-inputs fallback
+  ShapeFn shape;
+};
+
+/// The CUDA variants. To add one: a row here (the modes it runs, its needs, fallback and
+/// launch shape), its kernel dispatch in src/cuda/cuda_backend.cu, and where `auto` should
+/// pick it, a rule in kda/heuristics.h.
+constexpr VariantSpec kVariantSpecs[] = {
+    {Variant::kSplit, kAllModes, kClusters, Variant::kWide, shape_split},
+    {Variant::kWide, kAllModes, 0, Variant::kAuto, shape_wide},
+    {Variant::kWS, kWsModes, kAlignedCaches | kAlignedInputs, Variant::kWide, shape_ws},
+};
+
+const VariantSpec* find_spec(Variant v) {
+  for (const VariantSpec& s : kVariantSpecs)
+    if (s.variant == v) return &s;
+  return nullptr;
+}
+
+std::string built_names() {
+  std::string s;
+  for (const VariantSpec& v : kVariantSpecs) s += (s.empty() ? "" : ", ") + std::string(variant_name(v.variant));
+  return s;
+}
+
+/// Why `spec`'s needs are not met here ("" when they are).
+std::string unmet_needs(const VariantSpec& spec, const Context& c) {
+  const std::string name = std::string("variant '") + variant_name(spec.variant) + "'";
+  if (!(spec.modes & mode_bit(c.key.mode))) return name + " has no " + mode_name(c.key.mode) + " path";
+  if ((spec.needs & kClusters) && !c.dev.clusters) return name + " needs thread-block clusters (sm_90 or newer)";
+  if ((spec.needs & kAlignedCaches) && !c.layer.stream_ok)
+    return name +
+           " needs 16-byte aligned operands (stream_layout): conv slot stride, SD column stride, dense DS windows, "
+           "state slot stride, records rows";
+  return "";
+}
+
+/// Plans `v` for the CUDA device; `forced`: raise where it cannot run, else walk its fallbacks.
+Plan plan_cuda(const Context& c, Plan plan, Variant v, bool forced) {
+  for (;;) {
+    const VariantSpec* spec = find_spec(v);
+    if (!spec)
+      throw PlanError(c.key.describe(), std::string("variant '") + variant_name(v) +
+                                            "' is not built in this version (built: " + built_names() + ")");
+    Plan p = plan;
+    p.variant = v;
+    std::string why = unmet_needs(*spec, c);
+    if (why.empty()) {
+      why = spec->shape(c, p);
+      if (!why.empty()) why = std::string("variant '") + variant_name(v) + "' " + why;
+    }
+    if (why.empty()) {
+      if (spec->needs & kAlignedInputs) {
+        p.needs_aligned_inputs = true;
+        p.fallback = std::make_shared<const Plan>(plan_cuda(c, plan, spec->fallback, /*forced=*/true));
+      }
+      return p;
+    }
+    if (forced || spec->fallback == Variant::kAuto) throw PlanError(c.key.describe(), why);
+    v = spec->fallback;
+  }
+}
+
+}  // namespace
+
+std::string Plan::describe() const {
+  std::ostringstream os;
+  os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode) << " split " << split
+     << " threads " << threads << " ctas " << ctas << " smem " << smem;
+  if (variant == Variant::kWS) os << " items/cta " << items_per_cta;
+  if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit)
+    os << " stages " << ring_stages;
+  if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm;
+  if (fallback) os << " (unaligned inputs: " << variant_name(fallback->variant) << ")";
+  return os.str();
+}
+
+int choose_split(int64_t items, int sms) {
+  int s = 1;
+  while (s < heuristics::kMaxSplit && items * s < int64_t(heuristics::kSplitTargetCtasPerSm) * sms) s *= 2;
+  return s;
+}
+
+Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer, const DeviceInfo& dev) {
+  ++counters::planner_calls;
+  validate::step_key(key);
+  auto fail = [&](const std::string& why) { throw PlanError(key.describe(), why); };
+
+  Plan plan;
+  plan.key = key;
+  plan.pitch = policy.pitch;
+
+  // ---- gate mode ----------------------------------------------------------------------
+  GateMode gm = policy.gate_mode;
+  if (gm == GateMode::kAuto) gm = layer.has_f_b ? GateMode::kPerItem : GateMode::kPrecomputed;
+  if ((gm == GateMode::kPerItem || gm == GateMode::kShared) && !layer.has_f_b)
+    fail(std::string("gate mode ") + gate_mode_name(gm) + " needs f_b_weight, which the layer was built without");
+
+  if (dev.device == Device::kCPU) {
+    if (policy.variant != Variant::kAuto && policy.variant != Variant::kCpu)
+      fail(std::string("variant '") + variant_name(policy.variant) +
+           "' needs the CUDA backend; the operands are on the CPU");
+    plan.variant = Variant::kCpu;
+    // The CPU backend computes one F_B pass per item; mode 1 is the same arithmetic.
+    plan.gate_mode = gm == GateMode::kShared ? GateMode::kPerItem : gm;
+    return plan;
+  }
+
+  // ---- CUDA ---------------------------------------------------------------------------
+  if (layer.W != 4) fail("the CUDA kernels need W = 4 conv taps, the layer has W = " + std::to_string(layer.W));
+  if (gm == GateMode::kShared)
+    fail("gate mode 1 (shared) needs a variant that owns several requests of a head; none is built yet");
+  plan.gate_mode = gm;
+  const Context ctx{key, layer, dev};
+  const bool forced = policy.variant != Variant::kAuto;
+  const Variant v = forced ? policy.variant : heuristics::auto_variant(ctx.items(), key.mode);
+  return plan_cuda(ctx, plan, v, forced);
+}
+
+}  // namespace kda
