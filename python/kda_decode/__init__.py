@@ -55,7 +55,7 @@ import numpy as np
 from . import _core
 from ._core import Policy, Status
 
-__version__ = "0.1.0"
+from ._version import __version__  # written once, in _version.py (pyproject and CMake read it too)
 
 __all__ = [
     "PreparedKda",
