@@ -2,6 +2,7 @@
 kda_decode.sglang): the answer type, the core features they depend on, device checks."""
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Dict, NamedTuple, Tuple
 
@@ -29,6 +30,7 @@ def no(reason: str) -> Support:
     return Support(False, reason)
 
 
+@functools.lru_cache(maxsize=None)
 def output_norm_in_core() -> bool:
     """Whether the core offers SPEC §9's optional output norm (``PreparedKda(output_norm=...)``).
 

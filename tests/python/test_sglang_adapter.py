@@ -429,8 +429,8 @@ def test_cuda_graph_capture_of_unseen_batch_size():
     with torch.cuda.graph(graph, stream=s):
         be.forward_decode(layer.attn, x, a, bb.view(1, N, H), conv, state, static_idx, output_gate=og, out=out, **kw)
     for it in range(3):
-        new = step_inputs(H, N, seed=50 + it, device="cuda")
-        ref_conv, ref_state = conv.clone(), state.clone()
+        new = [t.clone() for t in step_inputs(H, N, seed=50 + it, device="cuda")]  # the static buffers' layout:
+        ref_conv, ref_state = conv.clone(), state.clone()  # the same plan (variant) as the captured call
         for dst, src in zip(static, new):
             dst.copy_(src)
         static_idx.copy_(torch.tensor([5 + it, 6, 7, 8, 9, 10 + it, -1, -1], dtype=torch.int32))
