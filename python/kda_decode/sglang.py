@@ -258,7 +258,7 @@ class KdaDecodeBackend:
         the norm mode and the device; no launch.
 
         Returns:
-            :class:`~kda_decode.vllm.Support` ``(supported, reason)``, truthy when supported.
+            :class:`Support` ``(supported, reason)``, truthy when supported.
         """
         try:
             p = self._views(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, output_gate, norm_weight,
