@@ -7,11 +7,18 @@
 //   4. warm-up, then 15 timed replays (CUDA events); per-step time = median / N;
 //   5. report µs, floor, time/floor and GB/s.
 //
-// Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|per_token|record|fused]
-//                  [--q 1] [--variant auto|split|wide] [--state f32|bf16] [--csv FILE]
+// Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|append|per_token|record|fused]
+//                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
+//                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16] [--gate 0|2]
+//                  [--layout ds|sd] [--peer FILE] [--csv FILE]
+//   --gate 2    gate mode 2 (the raw gate F_B·f_a precomputed, D wide; no F_B read), the
+//               inputs of vLLM's fused K3 kernel; floors per BENCHMARKS.md
+//   --peer FILE a CSV with columns H,B,us (e.g. docs/data/vllm_k3_decode_h200.csv): its
+//               figure and our ratio are printed beside each decode point it has
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -110,10 +117,10 @@ void* dmalloc_random_f32(size_t n, std::mt19937& rng, float scale, float shift =
 }
 /// Fills device memory with small random values with a kernel-free method: chunks copied
 /// from one random host block (values need not be independent, only not zero).
-void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32) {
-  const size_t chunk = size_t(1) << 24;
+void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32, float scale = 0.05f) {
+  const size_t chunk = std::min(size_t(1) << 22, (bytes + 15) / 16 * 16);
   std::vector<unsigned char> h(chunk);
-  std::normal_distribution<float> d(0.f, 0.05f);
+  std::normal_distribution<float> d(0.f, scale);
   if (f32) for (size_t i = 0; i < chunk / 4; ++i) reinterpret_cast<float*>(h.data())[i] = d(rng);
   else for (size_t i = 0; i < chunk / 2; ++i) reinterpret_cast<uint16_t*>(h.data())[i] = f32_to_bf16(d(rng));
   // one random chunk from the host, then doubling device-to-device copies
@@ -133,7 +140,7 @@ struct Result {
 };
 
 /// Bytes a step must move once (BENCHMARKS.md §2).
-double floor_bytes(StepMode mode, int H, int B, int q, int pending, bool bf16_state) {
+double floor_bytes(StepMode mode, int H, int B, int q, int pending, bool bf16_state, bool gate2, int Qr = 1) {
   const double items = double(H) * B;
   const double tile = K * K * (bf16_state ? 2.0 : 4.0);
   const double rec = (K + 2 * K) * 4.0;  // u, k, g per token per item
@@ -143,17 +150,27 @@ double floor_bytes(StepMode mode, int H, int B, int q, int pending, bool bf16_st
     case StepMode::kPerToken: state = tile * (1 + q); break;
     case StepMode::kRecord: state = tile + rec * q; break;
     case StepMode::kFused: state = tile + (pending > 0 ? tile + rec * pending : 0) + rec * q; break;
+    // append, averaged over a cycle of Qr steps from a full row: every step reads the
+    // checkpoint and writes one record; the first folds Qr records and writes the checkpoint
+    // back, step j of the rest folds j records: (Qr + 1) / 2 records read per step
+    case StepMode::kAppend: state = tile + tile / Qr + rec * (1 + (Qr + 1) / 2.0); break;
   }
   const double conv = 3.0 * K * ((W - 1) + (W - 2 + q)) * 2;  // read W-1 columns, write W-2+q
   const double rows = q * (4.0 * K * 2 + 2 + K * 2);          // q,k,v,out_gate, beta, out
-  const double per_req = q * kRank * 2.0;                      // gate input
-  const double weights = H * (double(K) * kRank * 2 + 3.0 * W * K * 4);
+  const double per_req = q * (gate2 ? double(H) * K : double(kRank)) * 2.0;  // gate input
+  const double weights = H * ((gate2 ? 0.0 : double(K) * kRank * 2) + 3.0 * W * K * 4);
   return items * (state + conv + rows) + B * per_req + weights;
 }
 
-Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_state, double ceiling) {
+Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_state, bool gate2, bool sd,
+                 double ceiling, int qr = 8) {
   const int D = H * K;
   const int N = std::max(4, std::min(64, int(std::ceil(400e6 / (double(B) * H * 65536)))));
+  // append: N groups of B slots, each through a whole cycle of Qr steps; the steps of a cycle
+  // are N steps apart in the graph (group 0 … N−1 at cycle position 0, then 1, …), so every
+  // step still meets cold caches
+  const bool append = mode == StepMode::kAppend;
+  const int steps = append ? N * qr : N;
   // per-token steps write q slots per request: the pool holds B·q·N + 1 slots for them
   const int per_req = mode == StepMode::kPerToken ? q : 1;
   const int P = B * N * per_req + 1;
@@ -161,9 +178,11 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   const int rows = B * q;
   // rows padded to 16 bytes, as engines allocate them (Stream / WS need 16-byte aligned rows
   // and fall back to Wide otherwise; runs before session 8 used the unpadded 4D+R+H)
-  const int pitch = (4 * D + kRank + H + 7) / 8 * 8;
-  const int Qr = q;
-  const int pending_n = mode == StepMode::kFused ? q : 0;
+  const int pitch = (4 * D + (gate2 ? D : kRank) + H + 7) / 8 * 8;
+  const int Qr = append ? qr : q;
+  // fused folds pending = q records; an append cycle starts from a full row (pending = Qr),
+  // where the previous cycle left it
+  const int pending_n = mode == StepMode::kFused ? q : append ? Qr : 0;
   std::mt19937 rng(7);
   DeviceArena arena;
   g_arena = &arena;
@@ -194,9 +213,10 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   fill_device(state, st_bytes, rng, !bf16_state);
   fill_device(conv, cv_bytes, rng, false);
   Caches caches;
-  caches.conv_state = make_view(conv, DType::kBF16, {P, 3 * D, window}, Device::kCUDA);
+  caches.conv_state = sd ? make_view(conv, DType::kBF16, {P, window, 3 * D}, Device::kCUDA)
+                         : make_view(conv, DType::kBF16, {P, 3 * D, window}, Device::kCUDA);
   caches.state = make_view(state, bf16_state ? DType::kBF16 : DType::kF32, {P, H, K, K}, Device::kCUDA);
-  const bool records = mode == StepMode::kRecord || mode == StepMode::kFused;
+  const bool records = mode == StepMode::kRecord || mode == StepMode::kFused || append;
   if (records) {
     const size_t rc = size_t(P) * H * Qr * K * 4, rk = rc * 2;
     corr = dalloc(rc);
@@ -213,8 +233,11 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
     CK(cudaMemcpy(pend, ph.data(), P * 4, cudaMemcpyHostToDevice));
     caches.pending = make_view(pend, DType::kI32, {P}, Device::kCUDA);
   }
-  void* proj = dmalloc_random_bf16(size_t(N) * rows * pitch, rng, 1.0f);
-  void* out = dalloc(size_t(N) * rows * D * 2);
+  // inputs: one random block of 16 MiB repeated (values need not be independent across rows,
+  // only realistic in magnitude: N(0, 1) projections)
+  void* proj = dalloc(size_t(steps) * rows * pitch * 2);
+  fill_device(proj, size_t(steps) * rows * pitch * 2, rng, false, 1.0f);
+  void* out = dalloc(size_t(steps) * rows * D * 2);
   // slots: a random permutation of 1..P-1, B·(q or 1) per step, disjoint across steps
   // (per-token: start slot = column 0, accepted = 1)
   std::vector<int> perm(P - 1);
@@ -233,7 +256,8 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
 
   Policy pol;
   pol.variant = variant;
-  PreparedKda kda(w, {{StepKey{mode, B, q}, pol}}, /*conv_dim_first=*/true, 0);
+  if (gate2) pol.gate_mode = GateMode::kPrecomputed;
+  PreparedKda kda(w, {{StepKey{mode, B, q}, pol}}, /*conv_dim_first=*/!sd, 0);
   kda.prepare(caches);
   const Plan& plan = kda.plan_for(StepKey{mode, B, q}, caches);
 
@@ -241,13 +265,14 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto enqueue = [&] {
     if (pend) CK(cudaMemcpyAsync(pend, pend0, P * 4, cudaMemcpyDeviceToDevice, s));
-    for (int i = 0; i < N; ++i) {
+    for (int i = 0; i < steps; ++i) {
       StepArgs a;
       a.q = q;
       a.mode = mode;
       a.stream = s;
       if (acc) a.accepted = make_view(acc, DType::kI32, {B}, Device::kCUDA);
-      int32_t* sp = static_cast<int32_t*>(slots) + size_t(i) * B * per_req;
+      const int group = i % N;  // decode / verify: step i uses group i; append: cycle position i / N
+      int32_t* sp = static_cast<int32_t*>(slots) + size_t(group) * B * per_req;
       a.slots = mode == StepMode::kPerToken ? make_view(sp, DType::kI32, {B, q}, Device::kCUDA)
                                             : make_view(sp, DType::kI32, {B}, Device::kCUDA);
       TensorView pv = make_view(static_cast<uint16_t*>(proj) + size_t(i) * rows * pitch, DType::kBF16, {rows, pitch}, Device::kCUDA);
@@ -278,8 +303,8 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   }
   const Status st = kda.status(s);
   if (!st.ok()) std::fprintf(stderr, "warning: status %s\n", st.describe().c_str());
-  const double us = median(ms) * 1e3 / N;
-  const double bytes = floor_bytes(mode, H, B, q, pending_n, bf16_state);
+  const double us = median(ms) * 1e3 / steps;
+  const double bytes = floor_bytes(mode, H, B, q, pending_n, bf16_state, gate2, Qr);
   Result r{us, bytes / ceiling * 1e6, bytes / (us * 1e-6) / 1e9, variant_name(plan.variant), plan.split};
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -291,17 +316,22 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
 
 int main(int argc, char** argv) {
   std::vector<int> Hs = {12, 32, 96}, Bs = {1, 8, 64, 256};
-  std::vector<int> qs = {1};
-  std::string mode_s = "decode", variant_s = "auto", state_s = "f32", csv;
+  std::vector<int> qs = {1}, qrs = {8};
+  std::string mode_s = "decode", variant_s = "auto", state_s = "f32", csv, peer_file, layout_s = "ds";
+  int gate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--H") Hs = parse_list(v);
     else if (k == "--B") Bs = parse_list(v);
     else if (k == "--q") qs = parse_list(v);
+    else if (k == "--qr") qrs = parse_list(v);
     else if (k == "--mode") mode_s = v;
     else if (k == "--variant") variant_s = v;
     else if (k == "--state") state_s = v;
     else if (k == "--csv") csv = v;
+    else if (k == "--gate") gate = std::stoi(v);
+    else if (k == "--layout") layout_s = v;
+    else if (k == "--peer") peer_file = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -319,38 +349,76 @@ int main(int argc, char** argv) {
     std::string tok;
     while (std::getline(ss, tok, ',')) variants.push_back(tok);
   }
+  if (gate != 0 && gate != 2) {
+    std::fprintf(stderr, "--gate: expected 0 or 2, got %d\n", gate);
+    return 2;
+  }
+  // the peer's decode figures, keyed by (H, B)
+  std::vector<std::array<double, 3>> peer;
+  if (!peer_file.empty()) {
+    FILE* pf = std::fopen(peer_file.c_str(), "r");
+    if (!pf) {
+      std::fprintf(stderr, "--peer: cannot open %s\n", peer_file.c_str());
+      return 2;
+    }
+    char line[512];
+    while (std::fgets(line, sizeof line, pf)) {
+      int ph, pb;
+      double pus;
+      if (line[0] != '#' && std::sscanf(line, "%d,%d,%lf", &ph, &pb, &pus) == 3) peer.push_back({double(ph), double(pb), pus});
+    }
+    std::fclose(pf);
+  }
+  auto peer_us = [&](int H, int B) {
+    for (const auto& e : peer)
+      if (int(e[0]) == H && int(e[1]) == B) return e[2];
+    return 0.0;
+  };
   const double ceiling = measure_ceiling();
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write)\n", prop.name,
               prop.multiProcessorCount, ceiling / 1e9);
   FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
-  if (f) std::fprintf(f, "mode,q,H,B,variant_req,variant,split,state,us,floor_us,ratio,GBs,pct_ceiling\n");
-  std::printf("%-9s %2s %3s %4s %-7s %-12s %9s %9s %6s %7s %6s\n", "mode", "q", "H", "B", "state", "variant", "us", "floor_us",
-              "x", "GB/s", "%ceil");
-  for (const auto& ms : modes)
-    for (int q : qs)
+  if (f) std::fprintf(f, "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,vs_peer\n");
+  std::printf("%-9s %2s %3s %4s %-5s %1s %-2s %-12s %9s %9s %6s %7s %6s %9s %6s\n", "mode", "q", "H", "B", "state", "g", "ly",
+              "variant", "us", "floor_us", "x", "GB/s", "%ceil", "peer_us", "ours/p");
+  for (const auto& ms : modes) {
+    const StepMode m = parse_mode(ms);
+    // append: the --qr list in place of --q (q = 1)
+    const std::vector<int>& loop = m == StepMode::kAppend ? qrs : qs;
+    for (int qv : loop)
       for (int H : Hs)
         for (int B : Bs)
           for (const auto& vs : variants) {
-            const StepMode m = parse_mode(ms);
+            const int q = m == StepMode::kAppend ? 1 : qv, qr = m == StepMode::kAppend ? qv : 0;
             if (m == StepMode::kDecode && q != 1) continue;
             Result r;
             try {
-              r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", ceiling);
+              r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", gate == 2, layout_s == "sd", ceiling,
+                            qr > 0 ? qr : 8);
             } catch (const std::exception& e) {
               std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state_s.c_str(), vs.c_str(), e.what());
               continue;
             }
             char vname[32];
             std::snprintf(vname, sizeof vname, "%s/%d", r.variant, r.split);
-            std::printf("%-9s %2d %3d %4d %-7s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%\n", ms.c_str(), q, H, B,
-                        state_s.c_str(), vname, r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
+            char mname[24];
+            std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", ms.c_str(), qr);
+            // the peer's decode figure beside decode and append points
+            const double pu = m == StepMode::kDecode || m == StepMode::kAppend ? peer_us(H, B) : 0.0;
+            std::printf("%-9s %2d %3d %4d %-5s %1d %-2s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%", mname, q, H, B,
+                        state_s.c_str(), gate, layout_s.c_str(), vname, r.us, r.floor_us, r.us / r.floor_us, r.gbs,
+                        100.0 * r.gbs * 1e9 / ceiling);
+            if (pu > 0) std::printf(" %9.2f %6.3f", pu, r.us / pu);
+            std::printf("\n");
             if (f)
-              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%.3f,%.3f,%.4f,%.1f,%.2f\n", ms.c_str(), q, H, B, vs.c_str(), r.variant,
-                           r.split, state_s.c_str(), r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
+              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%d,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f\n", ms.c_str(), q, H, B, vs.c_str(),
+                           r.variant, r.split, state_s.c_str(), gate, layout_s.c_str(), qr, r.us, r.floor_us, r.us / r.floor_us,
+                           r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu, pu > 0 ? r.us / pu : 0.0);
             std::fflush(stdout);
           }
+  }
   if (f) std::fclose(f);
   return 0;
 }

@@ -22,11 +22,16 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+TABLES = (("kDecodeRules", "decode"), ("kAppendRules", "append"), ("kPerTokenRules", "per_token"),
+          ("kVerifyRules", "record"), ("kFusedRules", "fused"))
+
+
 def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
-    """{'decode': [(min_items, 'wide'), ...], 'verify': ..., 'fused': ...} from the C++ tables."""
+    """{'decode': [(min_items, 'wide'), ...], 'append', 'per_token', 'record', 'fused'} from the
+    C++ tables (kVerifyRules is the record table)."""
     text = open(path).read()
     out = {}
-    for name, key in (("kDecodeRules", "decode"), ("kVerifyRules", "verify"), ("kFusedRules", "fused")):
+    for name, key in TABLES:
         m = re.search(name + r"\[\]\s*=\s*\{(.*?)\};", text, re.S)
         if not m:
             raise SystemExit(f"policy_eval: {name} not found in {path}")
@@ -36,7 +41,7 @@ def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h"))
 
 
 def pick(rules, mode, items):
-    table = rules["decode" if mode == "decode" else "fused" if mode == "fused" else "verify"]
+    table = rules[mode]
     v = table[0][1]
     for n, var in table:
         if items >= n:
@@ -46,11 +51,14 @@ def pick(rules, mode, items):
 
 def load_points(paths):
     """{(mode, q, H, B): {variant: us}} over the CSVs: rows that ran the requested variant
-    (a fallback row measures another variant and is skipped); a later file overrides."""
+    (a fallback row measures another variant and is skipped) in gate mode 0 with fp32 state
+    (the policy is not keyed by them); a later file overrides."""
     points = {}
     for path in paths:
         for r in csv.DictReader(open(path)):
             if r["variant"] != r["variant_req"]:
+                continue
+            if r.get("gate", "0") != "0" or r.get("state", "f32") != "f32":
                 continue
             key = (r["mode"], int(r["q"]), int(r["H"]), int(r["B"]))
             points.setdefault(key, {})[r["variant"]] = float(r["us"])

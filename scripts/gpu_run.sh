@@ -21,7 +21,12 @@
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex)
-# Environment: BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
+#   ladder     LADDER="NAME ARGS;NAME ARGS…": each kda_bench variant $BIN/kda_bench_NAME
+#              (benchmarks/ladder/build_variants.sh) with its arguments, into ladder_NAME_<i>.csv,
+#              then one table of all rungs (benchmarks/ladder/summarize.py)
+# Environment: BIN = a folder of binaries built on the development machine (kda_tests,
+# kda_cuda_tests, kda_bench, kda_bench_*), carried with the call: the build stage is then
+# skipped and these are run; BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
 # FUZZ_DEADLINE (s since start) ends the fuzz stage in time;
 # PYTEST_K selects Python tests (pytest -k).
 #
@@ -39,6 +44,17 @@ STAGES="${STAGES:-build cpu cuda pytest golden sanitizer bench}"
 JOBS="${JOBS:-$(nproc)}"
 BUILD=build/gpu
 declare -a SUMMARY=()
+# binaries: built here (stage build) or carried prebuilt in $BIN
+TESTS_BIN="$BUILD/tests/cpp/kda_tests"
+CUDA_TESTS_BIN="$BUILD/tests/cpp/kda_cuda_tests"
+BENCH_BIN="$BUILD/benchmarks/kda_bench"
+if [[ -n ${BIN:-} ]]; then
+  TESTS_BIN="$BIN/kda_tests"
+  CUDA_TESTS_BIN="$BIN/kda_cuda_tests"
+  BENCH_BIN="$BIN/kda_bench"
+  STAGES=" ${STAGES} "
+  STAGES=${STAGES// build / }
+fi
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 note() { SUMMARY+=("$1"); echo "== $1"; }
 t0=$SECONDS
@@ -61,7 +77,7 @@ run_gtest() {  # name binary filter
   local name=$1 bin=$2 filter=${3:-*}
   if [[ ! -x $bin ]]; then note "$name: not built"; return; fi
   local t=$SECONDS
-  "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$OUT/$name.log" 2>&1
+  timeout "${GTEST_TIMEOUT:-400}" "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$OUT/$name.log" 2>&1
   local rc=$?
   local line
   line=$(grep -E "^\[  (PASSED|FAILED)|tests ran" "$OUT/$name.log" | tr '\n' ' ')
@@ -69,8 +85,8 @@ run_gtest() {  # name binary filter
   note "$name: rc=$rc $line($((SECONDS - t)) s)"
 }
 
-has cpu && run_gtest cpu-tests "$BUILD/tests/cpp/kda_tests"
-has cuda && run_gtest cuda-tests "$BUILD/tests/cpp/kda_cuda_tests"
+has cpu && run_gtest cpu-tests "$TESTS_BIN"
+has cuda && run_gtest cuda-tests "$CUDA_TESTS_BIN"
 
 if has pytest || has golden || has fuzz || has regress; then
   t=$SECONDS
@@ -103,10 +119,26 @@ if has pytest; then
 fi
 
 if has bench; then
-  bin="$BUILD/benchmarks/kda_bench"
+  bin="$BENCH_BIN"
   ${bin} ${BENCH_ARGS:---H 12,32,96 --B 1,8,64,256 --mode decode --variant auto} --csv "$OUT/bench_decode.csv" | tee "$OUT/bench_decode.txt"
   ${bin} ${BENCH_VERIFY_ARGS:---H 32,96 --B 1,8,64,256 --mode per_token,record,fused --q 4} --csv "$OUT/bench_verify.csv" | tee "$OUT/bench_verify.txt"
   note "bench: see tables above"
+fi
+
+if has ladder; then
+  # LADDER: ';'-separated runs "NAME ARGS…": binary $BIN/kda_bench_NAME (or $BIN/NAME) with ARGS
+  t=$SECONDS
+  IFS=';' read -ra runs <<< "${LADDER:-c4 --H 96 --B 256 --mode decode --variant wide}"
+  i=0
+  for run in "${runs[@]}"; do
+    read -r name args <<< "$run"
+    b="${BIN:-$BUILD/benchmarks}/kda_bench_$name"
+    [[ -x $b ]] || b="${BIN:-$BUILD/benchmarks}/$name"
+    # shellcheck disable=SC2086
+    timeout 300 "$b" $args --csv "$OUT/ladder_${name}_$i.csv" >"$OUT/ladder_${name}_$i.txt" 2>&1 || echo "ladder run $i ($name): rc=$?"
+    i=$((i + 1))
+  done
+  note "ladder: $i runs ($((SECONDS - t)) s)"
 fi
 
 if has sweep; then
@@ -117,7 +149,7 @@ if has sweep; then
   # (or SWEEP_PROGRESS=1; never with CI set) a line per run with elapsed time and ETA, the ETA
   # weighing each run by H × its points.
   t=$SECONDS
-  bin="$BUILD/benchmarks/kda_bench"
+  bin="$BENCH_BIN"
   V=${SWEEP_VARIANTS:-wide,ws}
   SB=${SWEEP_B:-1,2,4,8,16,32,64,128,256,512}; VB=${SWEEP_VB:-1,8,64,256}; SQ=${SWEEP_Q:-1,2,8}
   IFS=, read -ra sh <<< "${SWEEP_H:-3,6,12,24,32,48,96}"
@@ -161,7 +193,7 @@ fi
 if has sanitizer; then
   # SANITIZER_SETS: "filter" (CUDA-vs-CPU tests, SANITIZER_FILTER) and/or "matrix"
   # (SanitizerMatrix.*: every variant × step kind on small shapes); default both
-  bin="$BUILD/tests/cpp/kda_cuda_tests"
+  bin="$CUDA_TESTS_BIN"
   filt=${SANITIZER_FILTER:-'CudaVsCpu.SixteenTokensAndSmallShapes:CudaVsCpu.CommitAndFusedBitwise:CudaVsCpu.ErrorFlagsOnDevice:CudaVsCpu.FusedEqualsFlushThenFusedZero'}
   sets=" ${SANITIZER_SETS:-filter matrix} "
   for tool in memcheck racecheck synccheck initcheck; do
@@ -173,7 +205,7 @@ if has sanitizer; then
     fi
     if [[ $sets == *" matrix "* ]]; then
       t=$SECONDS
-      compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/cpp/kda_tests" --gtest_filter='SanitizerMatrix.*' \
+      compute-sanitizer --tool $tool --error-exitcode 9 "$TESTS_BIN" --gtest_filter='SanitizerMatrix.*' \
         --gtest_brief=1 >"$OUT/sanitizer-matrix-$tool.log" 2>&1
       rc=$?
       [[ $rc -ne 0 ]] && grep -E "Failure|FAILED|Invalid|Race|ERROR" "$OUT/sanitizer-matrix-$tool.log" | head -12
@@ -198,7 +230,7 @@ if has ncu; then
     ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-kda_}" --launch-skip 8 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
-      "$BUILD/benchmarks/kda_bench" $cfg >"$OUT/ncu-$i.txt" 2>&1
+      "$BENCH_BIN" $cfg >"$OUT/ncu-$i.txt" 2>&1
     grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|L2 Hit|Mem Busy|Max Bandwidth|Issued Warp|No Eligible" "$OUT/ncu-$i.txt" | head -30
     note "ncu [$cfg]: $OUT/ncu-$i.txt ($((SECONDS - t)) s)"
     i=$((i + 1))
@@ -250,6 +282,7 @@ echo
 echo "================ summary ($((SECONDS - t0)) s) ================"
 for s in "${SUMMARY[@]}"; do echo "  $s"; done
 [[ -f $OUT/bench_decode.txt ]] && cat "$OUT/bench_decode.txt"
+ls "$OUT"/ladder_*.csv >/dev/null 2>&1 && python3 benchmarks/ladder/summarize.py "$OUT"/ladder_*.csv | tee "$OUT/ladder_summary.txt"
 # the device tool returns at most 8 files from $OUT: pack the logs into one archive
 if (( $(ls "$OUT" | wc -l) > 8 )); then
   tar czf /tmp/kda-gpu-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/kda-gpu-logs.tgz "$OUT/logs.tgz"

@@ -13,8 +13,9 @@ std::string Plan::describe() const {
   std::ostringstream os;
   os << key.describe() << " -> " << variant_name(variant) << " gate " << gate_mode_name(gate_mode)
      << " split " << split << " threads " << threads << " ctas " << ctas << " smem " << smem;
-  if (variant == Variant::kStream || variant == Variant::kWS) os << " items/cta " << items_per_cta;
-  if (variant == Variant::kWS) os << " stages " << ring_stages;
+  if (variant == Variant::kWS) os << " items/cta " << items_per_cta;
+  if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit) os << " stages " << ring_stages;
+  if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm;
   return os.str();
 }
 
@@ -31,8 +32,8 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   };
   if (key.q < 1 || key.q > kMaxQ)
     fail("q must be in [1, 16], got " + std::to_string(key.q));
-  if (key.mode == StepMode::kDecode && key.q != 1)
-    fail("decode steps have q = 1, got q = " + std::to_string(key.q));
+  if ((key.mode == StepMode::kDecode || key.mode == StepMode::kAppend) && key.q != 1)
+    fail(std::string(mode_name(key.mode)) + " steps have q = 1, got q = " + std::to_string(key.q));
   if (key.B < 0) fail("B must be >= 0, got " + std::to_string(key.B));
 
   Plan plan;
@@ -61,22 +62,19 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   plan.gate_mode = gm;
 
   const int64_t items = int64_t(key.B) * layer.H;
+  // WS: a ring of >= 2 stages (state + operands) and the scratch within the opt-in limit
   const cuda_config::StreamSmem ss{key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4,
                                    key.mode == StepMode::kFused};
-  // 1 KiB of headroom: the Stream kernel's static shared memory (its plan ring)
-  const bool stream_fits =
-      layer.stream_ok && layer.window >= layer.W - 2 + key.q && ss.bytes() + 1024 <= dev.smem_optin;
-  // WS: a ring of >= 2 stages (state + operands) and the scratch within the opt-in limit
   const cuda_config::WsSmem ws{ss};
   const int ws_stages = ws.stages_for(dev.smem_optin - 1024);  // 1 KiB: static smem (mbarriers)
   const bool ws_fits = layer.stream_ok && layer.window >= layer.W - 2 + key.q && ws_stages >= 2;
+  const bool ws_mode = key.mode != StepMode::kAppend;  // WS has no append path
   Variant v = policy.variant;
   int split = 1;
   switch (v) {
     case Variant::kAuto:
       v = heuristics::auto_variant(items, key.mode);
-      if (v == Variant::kStream && !stream_fits) v = Variant::kWide;
-      if (v == Variant::kWS && !ws_fits) v = Variant::kWide;
+      if (v == Variant::kWS && !(ws_fits && ws_mode)) v = Variant::kWide;
       if (v == Variant::kSplit) {
         if (!dev.clusters) v = Variant::kWide;
         else split = std::max(2, choose_split(items, dev.sms));
@@ -89,15 +87,8 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     case Variant::kWide:
       split = 1;
       break;
-    case Variant::kStream:
-      if (!layer.stream_ok)
-        fail("variant 'stream' needs 16-byte aligned operands (stream_layout): conv slot stride, SD column stride, "
-             "dense DS windows, state slot stride");
-      if (!stream_fits)
-        fail("variant 'stream' needs " + std::to_string(ss.bytes()) + " bytes of shared memory, the device allows " +
-             std::to_string(dev.smem_optin));
-      break;
     case Variant::kWS:
+      if (!ws_mode) fail("variant 'ws' has no append path (use auto, split or wide)");
       if (!layer.stream_ok)
         fail("variant 'ws' needs 16-byte aligned operands (stream_layout): conv slot stride, SD column stride, "
              "dense DS windows, state slot stride, records rows");
@@ -107,20 +98,10 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
              std::to_string(dev.smem_optin));
       break;
     default:
-      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide, stream, ws)");
+      fail(std::string("variant '") + variant_name(v) + "' is not built in this version (built: split, wide, ws)");
   }
   plan.variant = v;
   plan.split = split;
-  if (v == Variant::kStream) {
-    plan.threads = cuda_config::kStreamThreads;
-    const int per_sm = ss.bytes() <= heuristics::kStreamTwoPerSmBytes ? 2 : 1;
-    const int64_t slots = int64_t(per_sm) * dev.sms;
-    plan.items_per_cta = std::max<int64_t>(1, (items + slots - 1) / slots);
-    plan.ctas = (items + plan.items_per_cta - 1) / plan.items_per_cta;
-    plan.smem = ss.bytes();
-    plan.fused_one_launch = true;
-    return plan;
-  }
   if (v == Variant::kWS) {
     plan.threads = cuda_config::kWsThreads;
     plan.items_per_cta = std::max<int64_t>(1, (items + dev.sms - 1) / dev.sms);
@@ -130,12 +111,18 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     plan.fused_one_launch = true;
     return plan;
   }
-  plan.threads = cuda_config::threads_for_split(split);
+  plan.threads = cuda_config::kStepThreads;
+  const bool folds = key.mode == StepMode::kFused || key.mode == StepMode::kAppend;
+  const int state_bytes = layer.state_bf16 ? 2 : 4, recs = folds ? layer.records : 0;
   plan.ctas = items * split;
-  plan.smem = cuda_config::StepSmem{key.q, split}.bytes();
-  if (dev.smem_optin > 0 && plan.smem + 1024 > dev.smem_optin)
-    fail("needs " + std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
-         std::to_string(dev.smem_optin));
+  const heuristics::StepLayout lay =
+      heuristics::step_layout(key.q, split, state_bytes, recs, dev.smem_per_sm, dev.smem_optin, plan.ctas, dev.sms);
+  if (dev.smem_optin > 0 && lay.stages == 0)
+    fail("needs " + std::to_string(cuda_config::StepSmem{key.q, split, 1, state_bytes, recs, 2 + key.q}.bytes()) +
+         " bytes of shared memory, the device allows " + std::to_string(dev.smem_optin));
+  plan.ring_stages = lay.stages;
+  plan.ctas_per_sm = lay.ctas_per_sm;
+  plan.smem = lay.smem;
   plan.fused_one_launch = true;
   return plan;
 }

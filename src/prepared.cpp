@@ -315,7 +315,8 @@ PreparedKda::PreparedKda(const LayerWeights& weights,
   m.policies = std::move(policies);
   for (auto& [key, pol] : m.policies) {
     if (key.q < 1 || key.q > kMaxQ) bad("policies", "step keys with q in [1, 16]", key.describe());
-    if (key.mode == StepMode::kDecode && key.q != 1) bad("policies", "decode keys with q = 1", key.describe());
+    if ((key.mode == StepMode::kDecode || key.mode == StepMode::kAppend) && key.q != 1)
+      bad("policies", "decode and append keys with q = 1", key.describe());
     if (key.B < 0) bad("policies", "step keys with B >= 0", key.describe());
   }
   m.backend = weights.A_log.device == Device::kCUDA ? make_cuda_backend(weights.A_log.device_id)
@@ -382,8 +383,8 @@ PreparedKda::Impl::CacheFacts PreparedKda::Impl::validate_caches(const Caches& c
   if (records) {
     const TensorView& cr = c.correction;
     const TensorView& kg = c.key_gate;
-    expect_defined(cr, "correction", "records [rows_r, H, Qr, V] fp32 for record/fused steps");
-    expect_defined(kg, "key_gate", "records [rows_r, H, Qr, 2K] fp32 for record/fused steps");
+    expect_defined(cr, "correction", "records [rows_r, H, Qr, V] fp32 for record/fused/append steps");
+    expect_defined(kg, "key_gate", "records [rows_r, H, Qr, 2K] fp32 for record/fused/append steps");
     expect_dtype(cr, "correction", {DType::kF32});
     expect_dtype(kg, "key_gate", {DType::kF32});
     expect_rank(cr, "correction", 4, "[rows_r, H, Qr, V]");
@@ -412,7 +413,7 @@ PreparedKda::Impl::CacheFacts PreparedKda::Impl::validate_caches(const Caches& c
   }
   if (pending) {
     const TensorView& pd = c.pending;
-    expect_defined(pd, "pending", "[rows_r] int32 for fused steps and flush");
+    expect_defined(pd, "pending", "[rows_r] int32 for fused/append steps and flush");
     expect_dtype(pd, "pending", {DType::kI32});
     expect_rank(pd, "pending", 1, "[rows_r]");
     expect_device(pd, "pending", dev, id);
@@ -431,6 +432,7 @@ LayerShape PreparedKda::Impl::layer_shape(const Caches& c) const {
   if (cs.defined() && cs.ndim == 3) {
     ls.window = int(conv_dim_first ? cs.shape[2] : cs.shape[1]);
     ls.conv_bytes = int(dtype_size(cs.dtype));
+    ls.records = c.correction.defined() && c.correction.ndim == 4 ? int(c.correction.shape[2]) : 0;
     // caches side of stream_layout (the inputs are checked per run: Impl::stream_inputs_ok)
     StreamOperands ops;
     ops.conv_state = cs;
@@ -455,7 +457,7 @@ bool PreparedKda::Impl::stream_inputs_ok(const InputViews& in, const TensorView&
 const Plan& PreparedKda::Impl::plan(const StepKey& key, const Caches& c) {
   const LayerShape ls = layer_shape(c);
   if (ls.state_bf16 != planned_for.state_bf16 || ls.stream_ok != planned_for.stream_ok ||
-      ls.window != planned_for.window || ls.conv_bytes != planned_for.conv_bytes) {
+      ls.window != planned_for.window || ls.conv_bytes != planned_for.conv_bytes || ls.records != planned_for.records) {
     plans.clear();  // cache facts changed: plan again (host work only)
     fallback_plans.clear();
     planned_for = ls;
@@ -486,8 +488,8 @@ void PreparedKda::prepare(const Caches& caches) {
   Impl& m = *impl_;
   bool any_records = false, any_fused = false;
   for (auto& [key, pol] : m.policies) {
-    any_records |= key.mode == StepMode::kRecord || key.mode == StepMode::kFused;
-    any_fused |= key.mode == StepMode::kFused;
+    any_records |= key.mode == StepMode::kRecord || key.mode == StepMode::kFused || key.mode == StepMode::kAppend;
+    any_fused |= key.mode == StepMode::kFused || key.mode == StepMode::kAppend;
   }
   const bool records = any_records || caches.correction.defined() || caches.key_gate.defined();
   const bool pending = any_fused || caches.pending.defined();
@@ -498,7 +500,8 @@ void PreparedKda::prepare(const Caches& caches) {
     if (key.q + m.W - 2 > facts.window)
       bad("conv_state", "window >= W - 2 + q = " + std::to_string(key.q + m.W - 2) + " for step " + key.describe(),
           std::to_string(facts.window));
-    if (records && (key.mode == StepMode::kRecord || key.mode == StepMode::kFused) && key.q > facts.Qr)
+    if (records && (key.mode == StepMode::kRecord || key.mode == StepMode::kFused || key.mode == StepMode::kAppend) &&
+        key.q > facts.Qr)
       bad("correction", "Qr >= q = " + std::to_string(key.q) + " for step " + key.describe(), std::to_string(facts.Qr));
     m.plan(key, caches);
   }
@@ -519,7 +522,8 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   const Device dev = w.A_log.device;
   const int id = w.A_log.device_id;
   if (a.q < 1 || a.q > kMaxQ) bad("q", "tokens per request in [1, 16]", std::to_string(a.q));
-  if (a.mode == StepMode::kDecode && a.q != 1) bad("q", "1 for decode steps", std::to_string(a.q));
+  if ((a.mode == StepMode::kDecode || a.mode == StepMode::kAppend) && a.q != 1)
+    bad("q", std::string("1 for ") + mode_name(a.mode) + " steps", std::to_string(a.q));
 
   // ---- rows and B ---------------------------------------------------------------------
   const int64_t rows = in.qkv.shape[0];
@@ -527,11 +531,11 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
   const int64_t B = rows / a.q;
   if (B > INT32_MAX / 2) bad("inputs", "fewer than 2^30 requests", std::to_string(B));
   const StepKey key{a.mode, int(B), a.q};
-  const bool records = a.mode == StepMode::kRecord || a.mode == StepMode::kFused;
-  const bool fused = a.mode == StepMode::kFused;
+  const bool records = a.mode == StepMode::kRecord || a.mode == StepMode::kFused || a.mode == StepMode::kAppend;
+  const bool fused = a.mode == StepMode::kFused || a.mode == StepMode::kAppend;  // read and write pending
   auto facts = validate_caches(caches, records, fused);
   const Plan* plp = &plan(key, caches);
-  if ((plp->variant == Variant::kStream || plp->variant == Variant::kWS) && !stream_inputs_ok(in, out))
+  if (plp->variant == Variant::kWS && !stream_inputs_ok(in, out))
     plp = &fallback_plan(key, *plp);
   const Plan& pl = *plp;
   const int gm = int(pl.gate_mode);
@@ -586,7 +590,7 @@ void PreparedKda::Impl::step(const InputViews& in, const TensorView& out, const 
     bad("out_slots", "none for " + std::string(mode_name(a.mode)) + " steps (decode only)", a.out_slots.describe());
   check_index_vector(a.out_slots, "out_slots", B);
   if (a.record_rows.defined() && !records)
-    bad("record_rows", "none for " + std::string(mode_name(a.mode)) + " steps (record/fused only)", a.record_rows.describe());
+    bad("record_rows", "none for " + std::string(mode_name(a.mode)) + " steps (record/fused/append only)", a.record_rows.describe());
   check_index_vector(a.record_rows, "record_rows", B);
   if (a.accepted.defined()) expect_device(a.accepted, "accepted", dev, id);
   if (a.out_slots.defined()) expect_device(a.out_slots, "out_slots", dev, id);

@@ -91,6 +91,7 @@ const char* mode_name(StepMode m) {
     case StepMode::kPerToken: return "per_token";
     case StepMode::kRecord: return "record";
     case StepMode::kFused: return "fused";
+    case StepMode::kAppend: return "append";
   }
   return "?";
 }
@@ -100,7 +101,8 @@ StepMode parse_mode(const std::string& s) {
   if (s == "per_token") return StepMode::kPerToken;
   if (s == "record") return StepMode::kRecord;
   if (s == "fused") return StepMode::kFused;
-  throw std::invalid_argument("mode: expected one of decode, per_token, record, fused; got '" + s + "'");
+  if (s == "append") return StepMode::kAppend;
+  throw std::invalid_argument("mode: expected one of decode, append, per_token, record, fused; got '" + s + "'");
 }
 
 const char* gate_mode_name(GateMode g) {
@@ -119,7 +121,6 @@ const char* variant_name(Variant v) {
     case Variant::kCpu: return "cpu";
     case Variant::kSplit: return "split";
     case Variant::kWide: return "wide";
-    case Variant::kStream: return "stream";
     case Variant::kWS: return "ws";
     case Variant::kFused: return "fused";
     case Variant::kFusedWS: return "fused_ws";
@@ -128,11 +129,11 @@ const char* variant_name(Variant v) {
 }
 
 Variant parse_variant(const std::string& s) {
-  for (Variant v : {Variant::kAuto, Variant::kCpu, Variant::kSplit, Variant::kWide, Variant::kStream,
-                    Variant::kWS, Variant::kFused, Variant::kFusedWS})
+  for (Variant v : {Variant::kAuto, Variant::kCpu, Variant::kSplit, Variant::kWide, Variant::kWS, Variant::kFused,
+                    Variant::kFusedWS})
     if (s == variant_name(v)) return v;
   throw std::invalid_argument(
-      "variant: expected one of auto, cpu, split, wide, stream, ws, fused, fused_ws; got '" + s + "'");
+      "policy variant: expected one of auto, cpu, split, wide, ws, fused, fused_ws; got '" + s + "'");
 }
 
 std::string StepKey::describe() const {

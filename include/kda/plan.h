@@ -18,6 +18,7 @@ struct DeviceInfo {
   int sms = 0;                    ///< multiprocessors
   int cc_major = 0, cc_minor = 0; ///< compute capability
   int64_t smem_optin = 0;         ///< max dynamic shared memory per block (bytes)
+  int64_t smem_per_sm = 0;        ///< shared memory of one SM (bytes; 0 = unknown: smem_optin)
   bool clusters = false;          ///< thread-block clusters (sm_90+)
 };
 
@@ -30,6 +31,7 @@ struct LayerShape {
   bool stream_ok = false;  ///< stream_layout() accepted the caches (16-byte async copies)
   int window = 0;          ///< conv window columns of the caches
   int conv_bytes = 2;      ///< 2 (bf16) or 4 (fp32) conv window elements
+  int records = 0;         ///< Qr of the caches' records rows (0: no records)
 };
 
 /// A decided plan for one step key.
@@ -43,7 +45,8 @@ struct Plan {
   int64_t smem = 0;       ///< dynamic shared memory per CTA (bytes)
   int64_t pitch = 0;      ///< packed pitch the plan was made for (0 = any)
   int64_t items_per_cta = 1;     ///< Stream / WS: items of one persistent CTA
-  int ring_stages = 0;           ///< WS: stages of the shared-memory ring
+  int ring_stages = 0;           ///< WS: stages of the shared-memory ring; Split/Wide: state stages
+  int ctas_per_sm = 0;           ///< Split/Wide: CTAs per SM the kernel's registers are cut for
   bool fused_one_launch = true;  ///< fused mode runs in one launch (else flush + record)
   std::string describe() const;
 };

@@ -27,7 +27,7 @@ struct RequestPlan {
   int32_t state_in = 0;  ///< state slot read (decode slot, per-token start, checkpoint)
   int32_t state_out = 0; ///< decode: out slot; fused: checkpoint (after the fold)
   int32_t row = 0;       ///< records row (record / fused)
-  int32_t pending = 0;   ///< records to fold first (fused)
+  int32_t pending = 0;   ///< records to fold first (fused, append)
 };
 
 KDA_HD bool is_pad_id(int64_t id, int32_t null_slot) { return id < 0 || id == null_slot; }
@@ -83,14 +83,17 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
       break;
     }
     case StepMode::kRecord:
-    case StepMode::kFused: {
+    case StepMode::kFused:
+    case StepMode::kAppend: {
       const int32_t row = p.record_rows ? p.record_rows[int64_t(b) * p.record_rows_stride] : s0;
       const bool row_ok = row >= 0 && row < p.record_rows_n && row != p.null_slot;
       if (!row_ok) f |= kRowRange;
       r.row = row;
-      if (p.mode == int32_t(StepMode::kFused) && row_ok) {
+      // fused and append fold what is pending: any count up to the row's Qr records (a
+      // verify leaves `accepted`, append steps leave 1 … Qr)
+      if (p.mode != int32_t(StepMode::kRecord) && row_ok) {
         const int32_t pend = p.pending[int64_t(row) * p.pending_stride];
-        if (!(pend == 0 || pend == acc) || pend > p.Qr || pend < 0) f |= kPending;
+        if (pend > p.Qr || pend < 0) f |= kPending;
         r.pending = pend;
       }
       break;

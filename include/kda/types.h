@@ -63,9 +63,11 @@ enum class StepMode : int8_t {
   kPerToken = 1,  ///< verify: state after token t written to slots[b, t]
   kRecord = 2,    ///< verify from a checkpoint; writes records, not the state
   kFused = 3,     ///< fold pending records into the checkpoint, then record-mode verify
+  kAppend = 4,    ///< q = 1 decode from checkpoint + pending records; writes a record, the
+                  ///< state only when the records row is full (SPEC §4 append)
 };
 const char* mode_name(StepMode m);
-/// Parses "decode" | "per_token" | "record" | "fused"; throws std::invalid_argument.
+/// Parses "decode" | "append" | "per_token" | "record" | "fused"; throws std::invalid_argument.
 StepMode parse_mode(const std::string& s);
 
 /// How z = F_B·f_a is computed (SPEC §5).
@@ -83,13 +85,12 @@ enum class Variant : int8_t {
   kCpu,
   kSplit,    ///< an item's V rows over a thread-block cluster (small batches)
   kWide,     ///< one CTA per item
-  kStream,   ///< persistent CTAs, next item prefetched with 16-byte async copies
   kWS,       ///< warp-specialised persistent CTAs (producer warp + shared-memory ring)
   kFused,    ///< fused verify (fold + verify) in the streaming form
   kFusedWS,  ///< fused verify, warp-specialised
 };
 const char* variant_name(Variant v);
-/// Parses "auto" | "cpu" | "split" | "wide" | "stream" | "ws" | "fused" | "fused_ws".
+/// Parses "auto" | "cpu" | "split" | "wide" | "ws" | "fused" | "fused_ws".
 Variant parse_variant(const std::string& s);
 
 /// The key a policy and a plan are stored under (SPEC §1): (mode, B, q).

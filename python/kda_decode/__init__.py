@@ -94,7 +94,7 @@ ACCEPTED: int = _core.ACCEPTED
 PENDING: int = _core.PENDING
 PAD_START: int = _core.PAD_START
 #: The step modes.
-MODES = ("decode", "per_token", "record", "fused")
+MODES = ("decode", "append", "per_token", "record", "fused")
 
 _KEEP = object()  # "keep the current value" default of process_weights_after_loading
 
@@ -287,8 +287,8 @@ def _check_q(q) -> int:
 def _check_mode(mode, q: Optional[int] = None) -> str:
     if mode not in MODES:
         raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
-    if mode == "decode" and q is not None and q != 1:
-        raise ValueError(f"q: decode steps have q = 1, got {q} (use mode='per_token' for verify steps)")
+    if mode in ("decode", "append") and q is not None and q != 1:
+        raise ValueError(f"q: {mode} steps have q = 1, got {q} (use mode='per_token' for verify steps)")
     return mode
 
 
@@ -491,7 +491,8 @@ class PreparedKda:
             accepted: ``[≥B]`` int32 or None (all 1): tokens of the previous step accepted.
             out_slots: ``[≥B]`` int32 or None (decode only): where the new state and window go.
             record_rows: ``[≥B]`` int32 or None (record / fused only; default the checkpoint).
-            mode: 'decode', 'per_token', 'record' or 'fused'.
+            mode: 'decode', 'append' (decode with a deferred state write: the state is
+                written once every Qr steps, SPEC §4), 'per_token', 'record' or 'fused'.
             stream: None (current torch stream for CUDA tensors, else 0), an int
                 cudaStream_t, or a torch.cuda.Stream.
         Raises:

@@ -134,6 +134,9 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
 
   std::vector<float> S(K * K), qn(size_t(q) * K), kn(size_t(q) * K), g(size_t(q) * K), beta(q),
       o(K);
+  // append: a full row is folded and written back first, the token's record then starts a new row
+  const bool append_full = mode == StepMode::kAppend && r.pending == p.Qr;
+  const int pos0 = mode == StepMode::kAppend ? (append_full ? 0 : r.pending) : 0;  // record of token 0
   for (int h = 0; h < H; ++h) {
     // ---- q/k l2 norm, gate, beta ---------------------------------------------------------
     const float a = expf(p.A_log[h]);
@@ -166,14 +169,17 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
       beta[t] = sigmoidf_(bf16_to_f32(p.beta[int64_t(b * q + t) * p.beta_row + h]));
     }
 
-    // ---- state in (fused: fold the pending records, write the checkpoint) ----------------
+    // ---- state in. fused: fold the pending records, write the checkpoint back. append: fold
+    //      them into a running copy, written back only when the row is full (SPEC §4) ---------
     state_load(p.state, p.state_bf16, p.state_slot_stride, r.state_in, h, S.data());
-    if (mode == StepMode::kFused && r.pending > 0) {
+    if ((mode == StepMode::kFused || mode == StepMode::kAppend) && r.pending > 0) {
       fold_records(S.data(), p.correction, p.correction_row, p.key_gate, p.key_gate_row, p.Qr,
                    r.row, h, r.pending);
-      state_store(p.state, p.state_bf16, p.state_slot_stride, r.state_in, h, S.data());
-      if (p.state_bf16)
-        for (auto& s : S) s = round_bf16(s);  // continue from what was stored (SPEC §9)
+      if (mode == StepMode::kFused || append_full) {
+        state_store(p.state, p.state_bf16, p.state_slot_stride, r.state_in, h, S.data());
+        if (p.state_bf16)
+          for (auto& s : S) s = round_bf16(s);  // continue from what was stored (SPEC §9)
+      }
     }
 
     // ---- the delta rule, token by token --------------------------------------------------
@@ -183,8 +189,8 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
       const float* vt = &y[size_t(t) * C + 2 * D + h * K];
       float e[K];
       for (int i = 0; i < K; ++i) e[i] = decay_of(g[t * K + i]);
-      const bool records = mode == StepMode::kRecord || mode == StepMode::kFused;
-      float* corr = records ? p.correction + r.row * p.correction_row + (int64_t(h) * p.Qr + t) * K : nullptr;
+      const bool records = mode == StepMode::kRecord || mode == StepMode::kFused || mode == StepMode::kAppend;
+      float* corr = records ? p.correction + r.row * p.correction_row + (int64_t(h) * p.Qr + pos0 + t) * K : nullptr;
       for (int v = 0; v < K; ++v) {
         float* Sv = &S[v * K];
         float dot = 0.f;
@@ -202,7 +208,7 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
         if (records) corr[v] = u;
       }
       if (records) {
-        float* kg = p.key_gate + r.row * p.key_gate_row + (int64_t(h) * p.Qr + t) * 2 * K;
+        float* kg = p.key_gate + r.row * p.key_gate_row + (int64_t(h) * p.Qr + pos0 + t) * 2 * K;
         for (int i = 0; i < K; ++i) {
           kg[i] = kt[i];
           kg[K + i] = g[t * K + i];
@@ -227,6 +233,7 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
   }
 
   if (mode == StepMode::kFused) p.pending[r.row * p.pending_stride] = 0;
+  if (mode == StepMode::kAppend) p.pending[r.row * p.pending_stride] = pos0 + 1;
   // ---- window after the step: new[j] = seq[1 + j] for j < W-2+q ---------------------------
   const int w = W - 2 + q;
   for (int c = 0; c < C; ++c)

@@ -55,9 +55,19 @@ class CudaBuffer final : public Buffer {
 
 template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
-  cudaError_t e = cuda::set_step_attributes<SPLIT, float>(smem);
-  if (e == cudaSuccess) e = cuda::set_step_attributes<SPLIT, uint16_t>(smem);
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 1>(smem),
+                        cuda::set_step_attributes<SPLIT, float, 0>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 0>(smem)})
+    if (e == cudaSuccess) e = x;
   return e;
+}
+
+/// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
+/// token vectors in registers).
+template <int SPLIT, class StateT>
+cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
+  return p.q == 1 ? cuda::launch_step<SPLIT, StateT, 1>(p, plan.ctas, plan.smem, s)
+                  : cuda::launch_step<SPLIT, StateT, 0>(p, plan.ctas, plan.smem, s);
 }
 
 class CudaBackend final : public Backend {
@@ -73,11 +83,13 @@ class CudaBackend final : public Backend {
     int optin = 0;
     check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev_), "cudaDeviceGetAttribute");
     info_.smem_optin = optin;
+    int per_sm = 0;
+    check(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev_), "cudaDeviceGetAttribute");
+    info_.smem_per_sm = per_sm;
     info_.clusters = prop.major >= 9;
     // Every kernel may use up to the device's opt-in shared memory; plans stay below it.
     const int64_t smem = optin;
     for (cudaError_t e : {set_attrs<1>(smem), set_attrs<2>(smem), set_attrs<4>(smem), set_attrs<8>(smem),
-                          cuda::set_stream_attributes<float>(smem), cuda::set_stream_attributes<uint16_t>(smem),
                           cuda::set_ws_attributes<float>(smem), cuda::set_ws_attributes<uint16_t>(smem)}) {
       if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice)
         throw std::runtime_error("kda-decode CUDA: this build has no kernels for sm_" + std::to_string(prop.major) +
@@ -108,21 +120,16 @@ class CudaBackend final : public Backend {
     const auto s = static_cast<cudaStream_t>(stream);
     cudaError_t e = cudaErrorInvalidValue;
     const bool bf = p.state_bf16 != 0;
-    if (plan.variant == Variant::kStream) {
-      e = bf ? cuda::launch_stream<uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_stream<float>(p, plan.ctas, plan.smem, s);
-      check(e, "stream launch");
-      return;
-    }
     if (plan.variant == Variant::kWS) {
       e = bf ? cuda::launch_ws<uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_ws<float>(p, plan.ctas, plan.smem, s);
       check(e, "ws launch");
       return;
     }
     switch (plan.split) {
-      case 1: e = bf ? cuda::launch_step<1, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<1, float>(p, plan.ctas, plan.smem, s); break;
-      case 2: e = bf ? cuda::launch_step<2, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<2, float>(p, plan.ctas, plan.smem, s); break;
-      case 4: e = bf ? cuda::launch_step<4, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<4, float>(p, plan.ctas, plan.smem, s); break;
-      case 8: e = bf ? cuda::launch_step<8, uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_step<8, float>(p, plan.ctas, plan.smem, s); break;
+      case 1: e = bf ? launch_split<1, uint16_t>(p, plan, s) : launch_split<1, float>(p, plan, s); break;
+      case 2: e = bf ? launch_split<2, uint16_t>(p, plan, s) : launch_split<2, float>(p, plan, s); break;
+      case 4: e = bf ? launch_split<4, uint16_t>(p, plan, s) : launch_split<4, float>(p, plan, s); break;
+      case 8: e = bf ? launch_split<8, uint16_t>(p, plan, s) : launch_split<8, float>(p, plan, s); break;
       default: throw std::runtime_error("kda-decode CUDA: no kernel for split " + std::to_string(plan.split));
     }
     check(e, "step launch");

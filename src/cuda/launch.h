@@ -10,21 +10,15 @@
 
 namespace kda::cuda {
 
-/// Launches the Split/Wide step kernel with SPLIT CTAs per item (a cluster when SPLIT > 1).
-template <int SPLIT, class StateT>
+/// Launches the Split/Wide step kernel with SPLIT CTAs per item (a cluster when SPLIT > 1),
+/// Q = 1 (q = 1 steps) or 0 (any q); p.ring_stages state stages.
+template <int SPLIT, class StateT, int Q>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
 
 /// Raises the kernel's dynamic shared-memory limit; fails with
 /// cudaErrorInvalidDeviceFunction when the build has no image for the current GPU.
-template <int SPLIT, class StateT>
+template <int SPLIT, class StateT, int Q>
 cudaError_t set_step_attributes(int64_t max_smem);
-
-/// Launches the persistent Stream kernel on `ctas` CTAs (p.items_per_cta set).
-template <class StateT>
-cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
-
-template <class StateT>
-cudaError_t set_stream_attributes(int64_t max_smem);
 
 /// Launches the warp-specialised persistent WS kernel on `ctas` CTAs (one per SM;
 /// p.items_per_cta and p.ring_stages set).

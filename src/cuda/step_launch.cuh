@@ -4,7 +4,6 @@
 
 #include "kda/cuda/commit_kernel.cuh"
 #include "kda/cuda/step_kernel.cuh"
-#include "kda/cuda/stream_kernel.cuh"
 #include "kda/cuda/ws_kernel.cuh"
 #include "launch.h"
 
@@ -47,15 +46,10 @@ cudaError_t launch_pdl(Kernel kernel, const StepParams& p, int64_t ctas, int thr
   return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
-template <int SPLIT, class StateT>
+template <int SPLIT, class StateT, int Q>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  using T = StepTraits<SPLIT, StateT>;
+  using T = StepTraits<SPLIT, StateT, Q>;
   return launch_pdl(kda_step_kernel<T>, p, ctas, T::kThreads, smem, stream, SPLIT);
-}
-
-template <class StateT>
-cudaError_t launch_stream(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  return launch_pdl(kda_stream_kernel<StateT>, p, ctas, cuda_config::kStreamThreads, smem, stream);
 }
 
 template <class StateT>
@@ -68,14 +62,9 @@ cudaError_t set_ws_attributes(int64_t max_smem) {
   return set_max_dynamic_smem(kda_ws_kernel<StateT>, max_smem);
 }
 
-template <class StateT>
-cudaError_t set_stream_attributes(int64_t max_smem) {
-  return set_max_dynamic_smem(kda_stream_kernel<StateT>, max_smem);
-}
-
-template <int SPLIT, class StateT>
+template <int SPLIT, class StateT, int Q>
 cudaError_t set_step_attributes(int64_t max_smem) {
-  using T = StepTraits<SPLIT, StateT>;
+  using T = StepTraits<SPLIT, StateT, Q>;
   return set_max_dynamic_smem(kda_step_kernel<T>, max_smem);
 }
 
@@ -88,14 +77,10 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 
 }  // namespace kda::cuda
 
-#define KDA_INSTANTIATE_STEP(SPLIT, STATE)                                                          \
-  template cudaError_t kda::cuda::launch_step<SPLIT, STATE>(const kda::StepParams&, int64_t, int64_t, \
-                                                            cudaStream_t);                          \
-  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE>(int64_t);
-
-#define KDA_INSTANTIATE_STREAM(STATE)                                                                 \
-  template cudaError_t kda::cuda::launch_stream<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \
-  template cudaError_t kda::cuda::set_stream_attributes<STATE>(int64_t);
+#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q)                                                        \
+  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q>(const kda::StepParams&, int64_t, int64_t, \
+                                                               cudaStream_t);                          \
+  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q>(int64_t);
 
 #define KDA_INSTANTIATE_WS(STATE)                                                                     \
   template cudaError_t kda::cuda::launch_ws<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \

@@ -2,10 +2,14 @@
 // kda::PreparedKda and checked against the float64 reference; used by the property tests.
 #pragma once
 
+#include <cmath>
+#include <optional>
 #include <sstream>
 #include <string>
 
-#include "harness.h"
+#include "api.h"
+#include "check.h"
+#include "data.h"
 
 namespace kt {
 
@@ -46,6 +50,9 @@ struct Case {
   int null_slot = 0;
   int Qr_extra = 0;
   bool pitch_in_policy = false;
+  int W = 4;                 // conv taps (the CPU backend takes any W >= 2)
+  double eps = 1e-5;         // RMSNorm epsilon
+  double tiny_qk = 0;        // > 0: post-conv q and k of about this size per element (0: ordinary inputs)
 
   std::string describe() const {
     std::ostringstream os;
@@ -58,7 +65,8 @@ struct Case {
        << " out_extra=" << out_extra << " window_extra=" << window_extra << " slot_cols_extra=" << slot_cols_extra
        << (out_slots ? " out_slots" : "") << " acc_max=" << acc_max << (pad_request ? " pad_request" : "")
        << (pad_token ? " pad_token" : "") << " pending_mode=" << pending_mode
-       << (record_rows ? " record_rows" : "") << " null_slot=" << null_slot << " Qr_extra=" << Qr_extra;
+       << (record_rows ? " record_rows" : "") << " null_slot=" << null_slot << " Qr_extra=" << Qr_extra
+       << " W=" << W << " eps=" << eps << " tiny_qk=" << tiny_qk;
     return os.str();
   }
 };
@@ -73,19 +81,24 @@ inline Measured run_case(const Case& c, uint64_t seed) {
   lo.bias = c.bias;
   lo.conv_w_bf16 = c.conv_w_bf16;
   lo.has_f_b = !c.no_f_b;
+  lo.W = c.W;
+  lo.eps = c.eps;
+  const double qk_scale = c.tiny_qk > 0 ? tiny_qk_scale(c.tiny_qk) : 1.0;
+  lo.qk_scale = qk_scale;
   LayerData L = random_layer(rng, lo);
   const int q = c.q, B = c.B, H = c.H, D = H * K;
   const bool per_token = c.kind == CaseKind::kPerToken;
   const bool records = c.kind == CaseKind::kRecord || c.kind == CaseKind::kFused || c.kind == CaseKind::kCommit ||
                        c.kind == CaseKind::kFlush;
   const int cols = per_token ? q + c.slot_cols_extra : 1;
-  const int window = 2 + q + c.window_extra;
-  EXPECT_LE(c.acc_max, window - 2) << "case asks for accepted beyond the window";
+  const int window = c.W - 2 + q + c.window_extra;
+  EXPECT_LE(c.acc_max, window - c.W + 2) << "case asks for accepted beyond the window";
   if (per_token) EXPECT_LE(c.acc_max, cols) << "case asks for accepted beyond the slot row";
 
   int64_t nslots = int64_t(B) * (per_token ? cols : (c.out_slots ? 2 : 1)) + 3;
   PoolSpec ps;
   ps.H = H;
+  ps.W = c.W;
   ps.window = window;
   ps.nslots = nslots;
   ps.ds = c.ds;
@@ -101,6 +114,7 @@ inline Measured run_case(const Case& c, uint64_t seed) {
   }
   PoolData pool = make_pool(ps);
   pool.randomize(rng);
+  if (qk_scale != 1.0) pool.scale_qk_windows(qk_scale);
 
   // ---- slots, accepted, pads -----------------------------------------------------------
   std::vector<int64_t> live = live_slots(rng, nslots, c.null_slot);
@@ -173,6 +187,7 @@ inline Measured run_case(const Case& c, uint64_t seed) {
   io.gate2 = c.gate2 || c.no_f_b;
   io.pitch_extra = c.pitch_extra;
   io.view_extra = c.view_extra;
+  io.qk_scale = qk_scale;
   InputData in = random_inputs(rng, B * q, H, io);
   std::unordered_map<StepKey, Policy, kda::StepKeyHash> policies;
   if (c.kind != CaseKind::kCommit && c.kind != CaseKind::kFlush) {
@@ -206,7 +221,14 @@ inline Measured run_case(const Case& c, uint64_t seed) {
   sp.slots_2d = c.slots_2d;
   run_step(*kda, pool, in, out, sp);
   res = kref::step(RL, rp, in.ref, st);
-  const Measured m = check_step(before, pool, rp, res, &out, q, 1.0, kda->status());
+  const std::optional<Continued> cont = continued_from_stored(RL, before.to_ref(), pool, in.ref, st, res);
+  const Measured m = check_step(before, pool, rp, res, &out, q, 1.0, kda->status(), cont ? &*cont : nullptr);
+  if (c.tiny_qk > 0 && res.qk_sumsq_max > 0) {
+    // the inputs reach the regime the class is for: post-conv q / k elements near tiny_qk
+    const double lo = std::sqrt(res.qk_sumsq_min / K), hi = std::sqrt(res.qk_sumsq_max / K);
+    EXPECT_GT(hi, c.tiny_qk / 5) << "post-conv q/k rms " << lo << " .. " << hi;
+    EXPECT_LT(hi, c.tiny_qk * 5) << "post-conv q/k rms " << lo << " .. " << hi;
+  }
   // the reference ran every non-pad request (property cases hold no caller errors)
   for (int b = 0; b < B; ++b)
     EXPECT_EQ(int(res.kind[b]), int(b == pad_b ? kref::Kind::kPad : kref::Kind::kRun)) << "request " << b;

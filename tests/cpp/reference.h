@@ -73,9 +73,9 @@ inline double silu(double a) { return a * sigmoid(a); }
 // ---------------------------------------------------------------------------------------
 // Data
 // ---------------------------------------------------------------------------------------
-enum class Mode { kDecode, kPerToken, kRecord, kFused };
+enum class Mode { kDecode, kPerToken, kRecord, kFused, kAppend };
 
-/// Caller-error flags, numbered as SPEC §4 lists them (the harness asserts they equal the
+/// Caller-error flags, numbered as SPEC §4 lists them (data.h asserts they equal the
 /// library's values).
 enum Flag : uint32_t {
   kSlotRange = 1u << 0,
@@ -150,6 +150,9 @@ struct Result {
   int64_t first = -1;       ///< lowest request index with a flag, -1 = none
   std::set<int64_t> state_written, conv_written, pending_written;
   std::set<std::pair<int64_t, int>> records_written;  ///< (row, t), all heads
+  /// Smallest and largest Σ y² over the post-conv q and k vectors (every run request, head and
+  /// token): lets a test confirm that its inputs reach the regime it is meant to cover.
+  double qk_sumsq_min = std::numeric_limits<double>::infinity(), qk_sumsq_max = 0.0;
 };
 
 inline bool is_pad(int64_t id, int64_t null_slot) { return id < 0 || id == null_slot; }
@@ -197,14 +200,15 @@ inline Resolved resolve(const Pool& P, const Step& s, int b) {
         if (!is_pad(row[t], s.null_slot) && row[t] >= pool) f |= kSlotRange;
       break;
     case Mode::kRecord:
-    case Mode::kFused: {
+    case Mode::kFused:
+    case Mode::kAppend: {
       const int64_t rr = s.record_rows.empty() ? s0 : s.record_rows[b];
       const bool ok = rr >= 0 && rr < P.rows_r && rr != s.null_slot;
       if (!ok) f |= kRowRange;
       r.row = rr;
-      if (s.mode == Mode::kFused && ok) {
+      if ((s.mode == Mode::kFused || s.mode == Mode::kAppend) && ok) {
         const int64_t pend = P.pending[size_t(rr)];
-        if (!(pend == 0 || pend == acc) || pend > P.Qr || pend < 0) f |= kPending;
+        if (pend > P.Qr || pend < 0) f |= kPending;  // any count up to Qr (SPEC §4)
         r.pending = pend;
       }
       break;
@@ -268,6 +272,8 @@ inline Result step(const Layer& L, Pool& P, const std::vector<Row>& rows, const 
           sq += yq[i] * yq[i];
           sk += yk[i] * yk[i];
         }
+        res.qk_sumsq_min = std::min({res.qk_sumsq_min, sq, sk});
+        res.qk_sumsq_max = std::max({res.qk_sumsq_max, sq, sk});
         const double nq = std::sqrt(sq + 1e-6), nk = std::sqrt(sk + 1e-6);
         for (int i = 0; i < K; ++i) {
           qn[t * K + i] = yq[i] / nq / std::sqrt(double(K));
@@ -287,14 +293,20 @@ inline Result step(const Layer& L, Pool& P, const std::vector<Row>& rows, const 
       }
 
       std::vector<double> S(P.st(r.state_in, h), P.st(r.state_in, h) + K * K);
-      if (s.mode == Mode::kFused && r.pending > 0) {
+      // append: a full row is folded and written back, then the token starts a new row;
+      // otherwise the pending records are folded into a running copy that is not written
+      const bool append_full = s.mode == Mode::kAppend && r.pending == P.Qr;
+      const int64_t pos0 = s.mode == Mode::kAppend ? (append_full ? 0 : r.pending) : 0;
+      if ((s.mode == Mode::kFused || s.mode == Mode::kAppend) && r.pending > 0) {
         fold(P, S, r.row, h, r.pending);
-        P.store_state(r.state_in, h, S);
-        res.state_written.insert(r.state_in);
-        if (P.state_bf16)
-          for (auto& x : S) x = round_to_bf16(x);  // continue from what was stored
+        if (s.mode == Mode::kFused || append_full) {
+          P.store_state(r.state_in, h, S);
+          res.state_written.insert(r.state_in);
+          if (P.state_bf16)
+            for (auto& x : S) x = round_to_bf16(x);  // continue from what was stored
+        }
       }
-      const bool records = s.mode == Mode::kRecord || s.mode == Mode::kFused;
+      const bool records = s.mode == Mode::kRecord || s.mode == Mode::kFused || s.mode == Mode::kAppend;
       for (int t = 0; t < q; ++t) {
         const double* kt = &kn[t * K];
         const double* qt = &qn[t * K];
@@ -315,14 +327,14 @@ inline Result step(const Layer& L, Pool& P, const std::vector<Row>& rows, const 
           o[v] = ov;
         }
         if (records) {
-          double* ud = P.u_at(r.row, h, t);
-          double* kgd = P.kg_at(r.row, h, t);
+          double* ud = P.u_at(r.row, h, pos0 + t);
+          double* kgd = P.kg_at(r.row, h, pos0 + t);
           for (int i = 0; i < K; ++i) {
             ud[i] = u[i];
             kgd[i] = kt[i];
             kgd[K + i] = g[t * K + i];
           }
-          res.records_written.insert({r.row, t});
+          res.records_written.insert({r.row, int(pos0 + t)});
         }
         if (s.mode == Mode::kPerToken && !is_pad(s.slots[b][t], s.null_slot)) {
           P.store_state(s.slots[b][t], h, S);
@@ -340,8 +352,9 @@ inline Result step(const Layer& L, Pool& P, const std::vector<Row>& rows, const 
         res.state_written.insert(r.state_out);
       }
     }
-    if (s.mode == Mode::kFused) {
-      P.pending[size_t(r.row)] = 0;
+    if (s.mode == Mode::kFused || s.mode == Mode::kAppend) {
+      const bool full = s.mode == Mode::kAppend && r.pending == P.Qr;
+      P.pending[size_t(r.row)] = s.mode == Mode::kFused ? 0 : (full ? 0 : r.pending) + 1;
       res.pending_written.insert(r.row);
     }
     // the window after the step: new[i] = old[off+1+i] (i < W-2), new[W-2+t] = x_t

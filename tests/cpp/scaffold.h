@@ -8,7 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "harness.h"
+#include "api.h"
+#include "data.h"
 
 namespace kt {
 

@@ -403,6 +403,25 @@ double state_drift(const PoolData& p, kref::Pool& rp, const std::vector<int64_t>
   return M > 0 ? E / M : E;
 }
 
+/// Per element |out − ref| / (2^-8·|ref| + 2e-3·max|ref|) over the step's rows (SPEC §8; passes at <= 1).
+double out_ratio(const OutBuf& o, const kref::Result& res) {
+  double M = 0, worst = 0;
+  for (double x : res.out) M = std::max(M, std::fabs(x));
+  for (int r = 0; r < o.rows; ++r)
+    for (int c = 0; c < o.D; ++c) {
+      const double ref = res.out[size_t(r) * o.D + c], g = unbf(o.at(r, c));
+      const double e = std::isfinite(g) ? std::fabs(g - ref) : INFINITY;
+      worst = std::max(worst, e / std::max(std::ldexp(std::fabs(ref), -8) + 2e-3 * M, 1e-300));
+    }
+  return worst;
+}
+
+/// SPEC §8 long runs. fp32 state: the chained float64 reference; every step's outputs within the
+/// out bound, the state drift at the end within 1e-3. bf16 state: every step is held to SPEC §9
+/// from the state the library stored (check_step with a fresh mirror: state within 1 bf16 ulp +
+/// 2e-5·max|ref|, out, records, windows bitwise, untouched bytes); the drift of the chained
+/// bf16 trajectories is reported and bounded by a few bf16 ulps (docs/VALIDATION.md §6 says why
+/// 1e-3 does not apply to a bf16 pool).
 void long_run(bool bf16) {
   SCOPED_TRACE(bf16 ? "bf16 state" : "fp32 state");
   Rng rng(bf16 ? 1701 : 1700);
@@ -411,6 +430,7 @@ void long_run(bool bf16) {
   lo.A_log_hi = -2.0;
   lo.dt_lo = -3.0;
   lo.dt_hi = -1.0;
+  lo.eps = bf16 ? 3e-3 : 2e-4;  // not the default 1e-5: the long runs vary it too
   LayerData L = random_layer(rng, lo);
   const kref::Layer RL = L.ref();
   auto kda = make_kda(L, true);
@@ -418,44 +438,71 @@ void long_run(bool bf16) {
   PoolData P = make_pool(ps);
   P.randomize(rng);
   kref::Pool rp = P.to_ref();
-  double out_worst = 0;
+  double out_worst = 0;   // vs the chained reference
+  double step_worst = 0;  // bf16: worst per-step out ratio from the stored state
+  int steps = 0;
+  auto per_step_bf16 = [&](const PoolData& before, const kref::Result& fresh_res, const kref::Pool& fresh,
+                           const OutBuf* o, int q, const kda::Status& s) {
+    const Measured m = check_step(before, P, fresh, fresh_res, o, q, 1, s);
+    step_worst = std::max(step_worst, m.out);
+  };
   auto step = [&](const kref::Step& st) {
     const int rows = int(st.slots.size()) * st.q;
     InputData in = random_inputs(rng, rows, 1);
     OutBuf o = make_out(rows, K);
     StepSpec sp;
     sp.ref = st;
+    const PoolData before = P;
     run_step(*kda, P, in, o, sp);
+    const kda::Status s = kda->status();
     const kref::Result res = kref::step(RL, rp, in.ref, st);
-    double M = 0, E = 0;
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < K; ++c) {
-        M = std::max(M, std::fabs(res.out[size_t(r) * K + c]));
-        E = std::max(E, std::fabs(unbf(o.at(r, c)) - res.out[size_t(r) * K + c]));
-      }
-    out_worst = std::max(out_worst, M > 0 ? E / M : E);
+    const double r = out_ratio(o, res);
+    out_worst = std::max(out_worst, r);
+    ++steps;
+    if (bf16) {
+      kref::Pool fresh = before.to_ref();
+      const kref::Result fr = kref::step(RL, fresh, in.ref, st);
+      per_step_bf16(before, fr, fresh, &o, st.q, s);
+    } else {
+      ASSERT_TRUE(s.ok()) << s.describe();
+      ASSERT_LE(r, 1.0) << "step " << steps << ": out beyond 2^-8·|ref| + 2e-3·max|ref| (ratio " << r << ")";
+    }
+  };
+  auto commit = [&](const std::vector<int64_t>& n) {
+    const PoolData before = P;
+    run_commit(*kda, P, {1, 2}, {}, n, false);
+    const kda::Status s = kda->status();
+    kref::commit(RL, rp, {1, 2}, {}, n, 0);
+    if (bf16) {
+      kref::Pool fresh = before.to_ref();
+      const kref::Result fr = kref::commit(RL, fresh, {1, 2}, {}, n, 0);
+      per_step_bf16(before, fr, fresh, nullptr, 1, s);
+    } else {
+      ASSERT_TRUE(s.ok()) << s.describe();
+    }
   };
   for (int i = 0; i < 1000; ++i) step(make_step(Mode::kDecode, 1, column({1, 2})));
   const double decode_drift = state_drift(P, rp, {1, 2});
   for (int i = 0; i < 200; ++i) {
     std::vector<int64_t> acc = {rng.integer(1, 4), rng.integer(1, 4)};
     step(make_step(Mode::kRecord, 4, column({1, 2}), i == 0 ? std::vector<int64_t>{1, 1} : acc));
-    std::vector<int64_t> n = {rng.integer(1, 4), rng.integer(1, 4)};
-    run_commit(*kda, P, {1, 2}, {}, n, false);
-    kref::commit(RL, rp, {1, 2}, {}, n, 0);
+    commit({rng.integer(1, 4), rng.integer(1, 4)});
   }
   const double verify_drift = state_drift(P, rp, {1, 2});
-  EXPECT_TRUE(kda->status().ok());
-  std::cout << "[ measured ] long run (" << (bf16 ? "bf16" : "fp32") << " state): 1000 decode steps, state drift "
-            << decode_drift << "; then 200 record + commit rounds, state drift " << verify_drift
-            << "; worst out max|err|/max|ref| " << out_worst << " (pass <= 1e-3 state drift)\n";
+  std::cout << "[ measured ] long run (" << (bf16 ? "bf16" : "fp32") << " state, eps " << L.eps
+            << "): 1000 decode steps, state drift " << decode_drift << "; then 200 record + commit rounds, state drift "
+            << verify_drift << "; worst out ratio vs the chained reference " << out_worst
+            << (bf16 ? " (reported)" : " (<= 1)");
+  if (bf16) std::cout << ", worst per-step out ratio from the stored state " << step_worst << " (<= 1)";
+  std::cout << "\n";
   ::testing::Test::RecordProperty(bf16 ? "bf16_decode_drift" : "fp32_decode_drift", std::to_string(decode_drift));
   ::testing::Test::RecordProperty(bf16 ? "bf16_verify_drift" : "fp32_verify_drift", std::to_string(verify_drift));
+  ::testing::Test::RecordProperty(bf16 ? "bf16_out_ratio" : "fp32_out_ratio", std::to_string(out_worst));
   if (!bf16) {
     EXPECT_LE(decode_drift, 1e-3);
     EXPECT_LE(verify_drift, 1e-3);
   } else {
-    // bf16 storage alone is 2^-9 relative per store: report, and bound it by a few bf16 ulps
+    // chained bf16 trajectories: a few bf16 ulps of max|ref| (each step passed SPEC §9 above)
     EXPECT_LE(decode_drift, 8 * std::ldexp(1.0, -8));
     EXPECT_LE(verify_drift, 8 * std::ldexp(1.0, -8));
   }
@@ -694,11 +741,11 @@ TEST(CallerErrors, Accepted) {
 
 TEST(CallerErrors, Pending) {
   const std::vector<ErrCase> cases = {
-      {"fused pending not in {0, accepted}", 0, 0,
+      {"fused pending != accepted within Qr is folded, not flagged", 0, 0,
        [](World& w) {
          w.set_pending(1, 1);
-         w.set_pending(2, 1);
-         expect_flag(w, make_step(Mode::kFused, 2, column({1, 2}), {1, 2}), kda::kPending, 1);
+         w.set_pending(2, 3);
+         expect_flag(w, make_step(Mode::kFused, 2, column({1, 2}), {1, 2}), 0, -1);
        }},
       {"fused pending = accepted > Qr", 0, 0,
        [](World& w) {

@@ -1,7 +1,10 @@
 // Property tests of the CPU backend (through kda::PreparedKda) against the float64 reference on
 // fresh random inputs: every step kind, head counts, q, both gates, conv bias, DS and SD
 // windows, bf16 and fp32 windows and states, strided slot tensors, padded pools and pitches,
-// gate mode 2. Each case is seeded; the seed and the case are printed on failure.
+// gate mode 2, and what the contract lets the layer vary: the RMSNorm epsilon (1e-6 .. 1e-2),
+// the conv width (W = 2 .. 5) and inputs whose post-conv q and k are tiny (about 1e-3 and 1e-4
+// per element, where the l2 norm's epsilon matters). Each case is seeded; the seed and the case
+// are printed on failure.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -32,6 +35,17 @@ void randomize_knobs(Case& c, Rng& r) {
   c.pad_request = c.B > 1 && r.coin(0.4);
   c.null_slot = r.coin(0.25) ? -1 : 0;
   c.pitch_in_policy = r.coin();
+  c.W = draw_taps(r);
+  c.eps = draw_eps(r);
+  c.tiny_qk = r.coin(0.2) ? (r.coin() ? 1e-3 : 1e-4) : 0.0;
+}
+
+/// For the hand-written feature lists: the conv width and the RMSNorm epsilon cycle with the
+/// case index, so that no list runs at W = 4, eps = 1e-5 only.
+void vary_layer(Case& c, int i) {
+  static const double eps[] = {1e-5, 1e-2, 1e-6, 3e-4, 2e-3};
+  c.W = 2 + (i + 2) % 4;
+  c.eps = eps[i % 5];
 }
 
 struct Worst {
@@ -81,7 +95,10 @@ TEST(CpuProperties, DecodeSweepHeadsGatesBiasLayouts) {
 TEST(CpuProperties, DecodeFeatures) {
   Worst w;
   int i = 0;
-  auto go = [&](Case c) { w.add(run_case(c, seed_for("DecodeFeatures", i++))); };
+  auto go = [&](Case c) {
+    vary_layer(c, i);
+    w.add(run_case(c, seed_for("DecodeFeatures", i++)));
+  };
   Case base;
   base.kind = CaseKind::kDecode;
   base.H = 3;
@@ -109,6 +126,8 @@ TEST(CpuProperties, DecodeFeatures) {
   { Case c = base; c.B = 1; c.H = 1; go(c); }
   { Case c = base; c.B = 9; c.H = 4; c.lb = true; go(c); }  // several threads on the CPU backend
   { Case c = base; c.out_extra = 13; c.lb = true; c.bias = true; c.ds = false; go(c); }
+  { Case c = base; c.tiny_qk = 1e-3; c.bias = true; go(c); }
+  { Case c = base; c.tiny_qk = 1e-4; c.out_slots = true; go(c); }
   w.report("decode features");
 }
 
@@ -142,7 +161,10 @@ TEST(CpuProperties, PerTokenSweep) {
 TEST(CpuProperties, PerTokenFeatures) {
   Worst w;
   int i = 0;
-  auto go = [&](Case c) { w.add(run_case(c, seed_for("PerTokenFeatures", i++))); };
+  auto go = [&](Case c) {
+    vary_layer(c, i);
+    w.add(run_case(c, seed_for("PerTokenFeatures", i++)));
+  };
   Case base;
   base.kind = CaseKind::kPerToken;
   base.H = 4;
@@ -162,6 +184,8 @@ TEST(CpuProperties, PerTokenFeatures) {
   { Case c = base; c.no_f_b = true; c.acc_max = 2; go(c); }
   { Case c = base; c.q = 16; c.H = 1; c.acc_max = 16; c.pad_token = true; go(c); }
   { Case c = base; c.q = 8; c.H = 3; c.lb = true; c.bias = true; c.acc_max = 8; c.ds = false; go(c); }
+  { Case c = base; c.acc_max = 3; c.tiny_qk = 1e-3; go(c); }
+  { Case c = base; c.acc_max = 2; c.tiny_qk = 1e-4; c.bias = true; c.state_bf16 = true; go(c); }
   w.report("per_token features");
 }
 
@@ -226,7 +250,10 @@ TEST(CpuProperties, FusedSweep) {
 TEST(CpuProperties, VerifyFeatures) {
   Worst w;
   int i = 0;
-  auto go = [&](Case c) { w.add(run_case(c, seed_for("VerifyFeatures", i++))); };
+  auto go = [&](Case c) {
+    vary_layer(c, i);
+    w.add(run_case(c, seed_for("VerifyFeatures", i++)));
+  };
   for (CaseKind k : {CaseKind::kRecord, CaseKind::kFused}) {
     Case base;
     base.kind = k;
@@ -247,6 +274,8 @@ TEST(CpuProperties, VerifyFeatures) {
     { Case c = base; c.q = 1; c.acc_max = 1; go(c); }
     { Case c = base; c.q = 1; c.acc_max = 3; c.window_extra = 2; c.pending_mode = 1; go(c); }
     { Case c = base; c.q = 16; c.H = 1; c.acc_max = 16; c.pending_mode = 1; go(c); }
+    { Case c = base; c.tiny_qk = 1e-3; c.pending_mode = 1; go(c); }
+    { Case c = base; c.tiny_qk = 1e-4; c.bias = true; go(c); }
   }
   w.report("verify features");
 }
@@ -292,6 +321,7 @@ TEST(CpuProperties, Bf16StateEveryStepKind) {
       c.pending_mode = 1;
       c.pad_token = k == CaseKind::kPerToken;
       c.state_slot_extra = 8;
+      vary_layer(c, i);
       w.add(run_case(c, seed_for("Bf16State", i++)));
     }
   w.report("bf16 state");
@@ -313,9 +343,70 @@ TEST(CpuProperties, GateMode2EveryStepKindViaRunViews) {
       c.lb = lb;
       c.acc_max = k == CaseKind::kDecode ? 1 : 2;
       c.pending_mode = 1;
+      vary_layer(c, i);
       w.add(run_case(c, seed_for("GateMode2", i++)));
     }
   w.report("gate mode 2");
+}
+
+/// Every step kind at every conv width W = 2 .. 5 with the extremes of the epsilon range: a
+/// backend that assumes W = 4 or a fixed epsilon is far outside the bounds here.
+TEST(CpuProperties, EpsAndConvWidthEveryStepKind) {
+  Worst w;
+  int i = 0;
+  for (CaseKind k : {CaseKind::kDecode, CaseKind::kPerToken, CaseKind::kRecord, CaseKind::kFused,
+                     CaseKind::kCommit, CaseKind::kFlush})
+    for (int W : {2, 3, 4, 5})
+      for (double eps : {1e-6, 1e-2}) {
+        const uint64_t seed = seed_for("EpsAndConvWidth", i++);
+        Rng r(seed ^ 0x5eed);
+        Case c;
+        c.kind = k;
+        c.H = 2;
+        c.B = 3;
+        c.q = k == CaseKind::kDecode ? 1 : 3;
+        c.W = W;
+        c.eps = eps;
+        c.bias = r.coin();
+        c.ds = r.coin();
+        c.conv_f32 = r.coin();
+        c.acc_max = k == CaseKind::kDecode ? 2 : 3;
+        c.window_extra = k == CaseKind::kDecode ? 1 : int(r.integer(0, 2));
+        c.out_slots = k == CaseKind::kDecode && r.coin();
+        c.pending_mode = 2;
+        c.pad_token = k == CaseKind::kPerToken;
+        w.add(run_case(c, seed));
+      }
+  w.report("eps and conv width");
+}
+
+/// Post-conv q and k of about 1e-3 and 1e-4 per element (Σ y² about 1.3e-4 and 1.3e-6, against
+/// the l2 norm's 1e-6 inside the square root): every stepping kind, several conv widths.
+TEST(CpuProperties, TinyPostConvQAndK) {
+  Worst w;
+  int i = 0;
+  for (CaseKind k : {CaseKind::kDecode, CaseKind::kPerToken, CaseKind::kRecord, CaseKind::kFused})
+    for (double tiny : {1e-3, 1e-4})
+      for (bool bf16 : {false, true}) {
+        const uint64_t seed = seed_for("TinyPostConv", i++);
+        Rng r(seed ^ 0x5eed);
+        Case c;
+        c.kind = k;
+        c.H = 3;
+        c.B = 3;
+        c.q = k == CaseKind::kDecode ? 1 : 4;
+        c.tiny_qk = tiny;
+        c.state_bf16 = bf16;
+        c.bias = r.coin();
+        c.lb = r.coin();
+        c.ds = r.coin();
+        c.acc_max = k == CaseKind::kDecode ? 1 : 3;
+        c.pending_mode = 1;
+        c.pad_token = k == CaseKind::kPerToken;
+        vary_layer(c, i);
+        w.add(run_case(c, seed));
+      }
+  w.report("tiny post-conv q and k");
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // tests/cpp/test_cuda.cpp — the CUDA backend against the CPU backend (SPEC §8, backend vs
-// backend) for every variant × step kind on fresh random inputs, plus GPU-only contract
-// properties: bitwise determinism, commit(n) == per-token state, fused == flush + fused(0),
-// CUDA-graph capture and replay with new data, error flags. Skips without a GPU.
+// backend) for every variant × step kind on fresh random inputs (RMSNorm epsilon drawn from
+// [1e-6, 1e-2], some cases with tiny post-conv q and k), plus GPU-only contract properties:
+// bitwise determinism, commit(n) == per-token state, fused == flush + fused(0), CUDA-graph
+// capture and replay with new data, error flags, conv widths other than 4 (run correctly or
+// refused at prepare naming W), weights and caches on different devices. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #if defined(KDA_WITH_CUDA)
@@ -9,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
+#include <stdexcept>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -64,10 +68,16 @@ struct Config {
   bool lower_bound = false, bias = true, ds = true, state_bf16 = false, conv_f32 = false;
   bool gate2 = false, out_slots = false, pad = true;
   Variant variant = Variant::kAuto;
+  int W = 4;            // conv taps
+  float eps = 1e-5f;    // RMSNorm epsilon
+  float tiny = 0.f;     // > 0: post-conv q and k of about this size per element
+  int device = 0;       // the GPU the weights and caches live on
   std::string name() const {
     return std::string(mode_name(mode)) + " H" + std::to_string(H) + " B" + std::to_string(B) + " q" +
            std::to_string(q) + (lower_bound ? " lb" : " sp") + (ds ? " DS" : " SD") + (state_bf16 ? " bf16state" : "") +
-           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + " " + variant_name(variant);
+           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
+           " eps " + std::to_string(eps) + (tiny > 0 ? " tiny " + std::to_string(tiny) : std::string()) +
+           (device ? " cuda:" + std::to_string(device) : std::string());
   }
 };
 
@@ -81,14 +91,15 @@ struct World {
 
   World(const Config& cfg, uint32_t seed) : c(cfg), rng(seed) {
     D = c.H * K;
+    W = c.W;
     window = W - 2 + c.q + 1;  // one spare column: columns >= w must stay untouched
     P = c.B * (c.q + 2) + 3;
     rows = c.B * c.q;
     Qr = std::max(c.q, 4);
     const int gate_cols = c.gate2 ? D : kRank;
-    // padding columns with garbage; Stream needs 16-byte aligned rows (else it falls back)
+    // padding columns with garbage; WS needs 16-byte aligned rows (else it falls back)
     pitch = 4 * D + gate_cols + c.H + 24;
-    if (c.variant == Variant::kStream || c.variant == Variant::kWS || c.variant == Variant::kAuto) pitch = (pitch + 7) / 8 * 8;
+    if (c.variant == Variant::kWS || c.variant == Variant::kAuto) pitch = (pitch + 7) / 8 * 8;
     std::normal_distribution<float> n01(0.f, 1.f);
     std::uniform_real_distribution<float> u01(0.f, 1.f);
     auto fill_f32 = [&](Mirror& m, std::size_t n, float scale, float shift = 0.f) {
@@ -103,11 +114,22 @@ struct World {
     };
     fill_f32(conv_w, std::size_t(3 * D) * W, 0.4f);
     fill_f32(conv_b, std::size_t(3 * D), 0.1f);
+    // tiny post-conv q and k: the q / k inputs, window channels and bias scaled by s (conv
+    // output about 0.8·s for taps N(0, 0.4²), SiLU(a) ≈ a / 2)
+    const float s_qk = c.tiny > 0 ? 2.5f * c.tiny : 1.f;
+    for (int i = 0; i < 2 * D; ++i) conv_b.h<float>()[i] *= s_qk;
+    conv_b.up();
     fill_bf16(f_b, std::size_t(D) * kRank, 0.08f);
     fill_f32(A_log, c.H, 0.5f);
     fill_f32(dt_bias, D, 0.5f);
     fill_f32(norm_w, K, 0.2f, 1.0f);
     fill_bf16(proj, std::size_t(rows) * pitch, 1.0f);
+    for (int r = 0; r < rows; ++r)
+      for (int i = 0; i < 2 * D; ++i) {
+        uint16_t& x = proj.h<uint16_t>()[std::size_t(r) * pitch + i];
+        x = bf(bf16_to_f32(x) * s_qk);
+      }
+    proj.up();
     out = Mirror(std::size_t(rows) * D * 2);
     for (std::size_t i = 0; i < std::size_t(rows) * D; ++i) out.h<uint16_t>()[i] = 0x7fc1;  // poison (NaN)
     out.up();
@@ -115,7 +137,8 @@ struct World {
     const std::size_t conv_n = std::size_t(P) * 3 * D * window;
     conv = Mirror(conv_n * (c.conv_f32 ? 4 : 2));
     for (std::size_t i = 0; i < conv_n; ++i) {
-      const float v = n01(rng);
+      const std::size_t chan = c.ds ? (i / window) % (3 * D) : i % (3 * D);
+      const float v = n01(rng) * (chan < std::size_t(2 * D) ? s_qk : 1.f);
       if (c.conv_f32) conv.h<float>()[i] = round_bf16(v);
       else conv.h<uint16_t>()[i] = bf(v);
     }
@@ -166,6 +189,7 @@ struct World {
     for (int b = 0; b < c.B; ++b) {
       const int s = slots.h<int>()[b * cols];
       if (s > 0 && c.mode == StepMode::kFused && (rng() & 1)) pending.h<int>()[s] = accepted.h<int>()[b];
+      if (s > 0 && c.mode == StepMode::kAppend) pending.h<int>()[s] = int(rng() % unsigned(Qr + 1));  // Qr: a full row
     }
     slots.up();
     accepted.up();
@@ -177,7 +201,7 @@ struct World {
 
   LayerWeights weights(bool dev) {
     auto v = [&](Mirror& m, DType t, std::initializer_list<int64_t> shape) {
-      return make_view(dev ? m.dev : m.host.data(), t, shape, dev ? Device::kCUDA : Device::kCPU);
+      return make_view(dev ? m.dev : m.host.data(), t, shape, dev ? Device::kCUDA : Device::kCPU, dev ? c.device : 0);
     };
     LayerWeights w;
     w.conv_weight = v(conv_w, DType::kF32, {3 * D, 1, W});
@@ -186,40 +210,44 @@ struct World {
     w.A_log = v(A_log, DType::kF32, {c.H});
     w.dt_bias = v(dt_bias, DType::kF32, {D});
     w.norm_weight = v(norm_w, DType::kF32, {K});
+    w.eps = c.eps;
     if (c.lower_bound) w.lower_bound = -5.0f;
     return w;
   }
   Caches caches(bool dev) {
     auto ptr = [&](Mirror& m) { return dev ? m.dev : static_cast<void*>(m.host.data()); };
     const Device d = dev ? Device::kCUDA : Device::kCPU;
+    const int id = dev ? c.device : 0;
     Caches cs;
     const DType ct = c.conv_f32 ? DType::kF32 : DType::kBF16;
-    if (c.ds) cs.conv_state = make_view(ptr(conv), ct, {P, 3 * D, window}, d);
-    else cs.conv_state = make_view(ptr(conv), ct, {P, window, 3 * D}, d);
-    cs.state = make_view(ptr(state), c.state_bf16 ? DType::kBF16 : DType::kF32, {P, c.H, K, K}, d);
-    cs.correction = make_view(ptr(corr), DType::kF32, {P, c.H, Qr, K}, d);
-    cs.key_gate = make_view(ptr(kg), DType::kF32, {P, c.H, Qr, 2 * K}, d);
-    cs.pending = make_view(ptr(pending), DType::kI32, {P}, d);
+    if (c.ds) cs.conv_state = make_view(ptr(conv), ct, {P, 3 * D, window}, d, id);
+    else cs.conv_state = make_view(ptr(conv), ct, {P, window, 3 * D}, d, id);
+    cs.state = make_view(ptr(state), c.state_bf16 ? DType::kBF16 : DType::kF32, {P, c.H, K, K}, d, id);
+    cs.correction = make_view(ptr(corr), DType::kF32, {P, c.H, Qr, K}, d, id);
+    cs.key_gate = make_view(ptr(kg), DType::kF32, {P, c.H, Qr, 2 * K}, d, id);
+    cs.pending = make_view(ptr(pending), DType::kI32, {P}, d, id);
     return cs;
   }
   StepArgs args(bool dev) {
     auto ptr = [&](Mirror& m) { return dev ? m.dev : static_cast<void*>(m.host.data()); };
     const Device d = dev ? Device::kCUDA : Device::kCPU;
+    const int id = dev ? c.device : 0;
     StepArgs a;
     a.q = c.q;
     a.mode = c.mode;
-    if (c.mode == StepMode::kPerToken) a.slots = make_view(ptr(slots), DType::kI32, {c.B, c.q}, {slots_cols, 1}, d);
-    else a.slots = make_view(ptr(slots), DType::kI32, {c.B}, {slots_cols}, d);  // a column slice
-    a.accepted = make_view(ptr(accepted), DType::kI32, {c.B}, d);
-    if (c.out_slots && c.mode == StepMode::kDecode) a.out_slots = make_view(ptr(oslots), DType::kI32, {c.B}, d);
+    if (c.mode == StepMode::kPerToken) a.slots = make_view(ptr(slots), DType::kI32, {c.B, c.q}, {slots_cols, 1}, d, id);
+    else a.slots = make_view(ptr(slots), DType::kI32, {c.B}, {slots_cols}, d, id);  // a column slice
+    a.accepted = make_view(ptr(accepted), DType::kI32, {c.B}, d, id);
+    if (c.out_slots && c.mode == StepMode::kDecode) a.out_slots = make_view(ptr(oslots), DType::kI32, {c.B}, d, id);
     return a;
   }
   TensorView projected(bool dev) {
     return make_view(dev ? proj.dev : proj.host.data(), DType::kBF16, {rows, 4 * D + (c.gate2 ? D : kRank) + c.H}, {pitch, 1},
-                     dev ? Device::kCUDA : Device::kCPU);
+                     dev ? Device::kCUDA : Device::kCPU, dev ? c.device : 0);
   }
   TensorView outv(bool dev) {
-    return make_view(dev ? out.dev : out.host.data(), DType::kBF16, {rows, D}, dev ? Device::kCUDA : Device::kCPU);
+    return make_view(dev ? out.dev : out.host.data(), DType::kBF16, {rows, D}, dev ? Device::kCUDA : Device::kCPU,
+                     dev ? c.device : 0);
   }
   std::unordered_map<StepKey, Policy, StepKeyHash> policies(bool dev) {
     Policy pol;
@@ -351,15 +379,16 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
   const int Bs[] = {1, 2, 7, 64, 300};
   const int qs[] = {1, 2, 4, 8};
   int cases = 0;
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS, Variant::kAuto})
-    for (StepMode m : {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS, Variant::kAuto})
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 6; ++rep) {
+        if (m == StepMode::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         Config c;
         c.variant = v;
         c.mode = m;
         c.H = Hs[pick() % 5];
         c.B = Bs[pick() % 5];
-        c.q = m == StepMode::kDecode ? 1 : qs[pick() % 4];
+        c.q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : qs[pick() % 4];
         while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 3);  // keep the CPU side quick
         c.lower_bound = rep & 1;
         c.ds = (rep >> 1) & 1;
@@ -368,6 +397,9 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
         c.conv_f32 = rep == 4;
         c.gate2 = rep == 3;
         c.out_slots = m == StepMode::kDecode && rep >= 3;
+        // the RMSNorm epsilon log-uniform in [1e-6, 1e-2]; tiny post-conv q and k in one case in six
+        c.eps = float(std::pow(10.0, -6.0 + 4.0 * double(pick() % 1000) / 999.0));
+        if (pick() % 6 == 0) c.tiny = (pick() & 1) ? 1e-3f : 1e-4f;
         run_case(c, seed++);
         ++cases;
       }
@@ -376,7 +408,7 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
 
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
   uint32_t seed = 77;
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused}) {
       Config c;
       c.variant = v;
@@ -399,9 +431,96 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
     }
 }
 
+/// SPEC §1: the GPU kernels may require W = 4. A layer with another W either runs within the
+/// SPEC §8 bounds against the CPU backend, or is refused at prepare with a message naming W.
+TEST_F(CudaVsCpu, ConvWidthOtherThanFourRefusedOrCorrect) {
+  uint32_t seed = 300;
+  int refused = 0, ran = 0;
+  for (int W : {2, 3, 5})
+    for (Variant v : {Variant::kAuto, Variant::kWide, Variant::kWS})
+      for (StepMode m : {StepMode::kDecode, StepMode::kFused}) {
+        Config c;
+        c.W = W;
+        c.variant = v;
+        c.mode = m;
+        c.H = 3;
+        c.B = 4;
+        c.q = m == StepMode::kDecode ? 1 : 2;
+        c.eps = 3e-3f;
+        try {
+          run_case(c, seed++);
+          ++ran;
+        } catch (const std::invalid_argument& e) {
+          ++refused;
+          EXPECT_NE(std::string(e.what()).find("W = " + std::to_string(W)), std::string::npos)
+              << c.name() << ": the refusal does not name the layer's W: " << e.what();
+        }
+      }
+  std::cout << "[cuda-vs-cpu] W != 4: " << ran << " ran within the bounds, " << refused << " refused at prepare\n";
+}
+
+/// Caches in GPU memory given to a layer built from CPU weights: refused at prepare and run,
+/// naming the cache and both devices; the device memory is not touched.
+TEST_F(CudaVsCpu, CpuWeightsWithCudaCachesRejected) {
+  Config c;
+  c.mode = StepMode::kFused;
+  c.q = 2;
+  World w(c, 51);
+  const auto state0 = w.state.down(), conv0 = w.conv.down();
+  PreparedKda ck(w.weights(false), w.policies(false), c.ds, 0);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string msg = "<no exception>";
+    try {
+      if (attempt == 0) ck.prepare(w.caches(true));
+      else ck.run(w.projected(false), w.outv(false), w.caches(true), w.args(false));
+    } catch (const std::invalid_argument& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("conv_state"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected device cpu"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(w.state.down(), state0);
+  EXPECT_EQ(w.conv.down(), conv0);
+  EXPECT_TRUE(ck.status().ok());
+}
+
+/// Two GPUs: a layer whose weights and caches live on the second one runs there (against the
+/// CPU backend); weights on one GPU with caches on the other are refused at prepare naming both.
+TEST_F(CudaVsCpu, TwoDevices) {
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  if (n < 2) GTEST_SKIP() << "needs two CUDA devices (" << n << " visible)";
+  CUDA_OK(cudaSetDevice(1));
+  for (StepMode m : {StepMode::kDecode, StepMode::kFused}) {
+    Config c;
+    c.device = 1;
+    c.mode = m;
+    c.q = m == StepMode::kDecode ? 1 : 3;
+    c.eps = 1e-3f;
+    run_case(c, 61 + int(m));
+  }
+  Config c1;
+  c1.device = 1;
+  World w1(c1, 63);  // allocated on cuda:1
+  CUDA_OK(cudaSetDevice(0));
+  World w0(Config{}, 63);  // weights on cuda:0
+  PreparedKda gk(w0.weights(true), w0.policies(true), true, 0);
+  std::string msg = "<no exception>";
+  try {
+    gk.prepare(w1.caches(true));
+  } catch (const std::invalid_argument& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("conv_state"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cuda:1"), std::string::npos) << msg;
+}
+
 /// Same inputs, same bits: two runs from identical caches.
 TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (StepMode m : {StepMode::kDecode, StepMode::kFused}) {
       Config c;
       c.variant = v;
@@ -426,7 +545,7 @@ TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
 /// commit(n) after a record-mode verify == the per-token state after n tokens, bitwise; and
 /// fused(pending = n) == flush(n) then fused(pending = 0), bitwise.
 TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS})
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (bool bf16 : {false, true}) {
       Config c;
       c.variant = v;
@@ -484,7 +603,7 @@ TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
 }
 
 TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
     Config c;
     c.variant = v;
     c.mode = StepMode::kFused;
@@ -511,9 +630,52 @@ TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
   }
 }
 
+/// SPEC §8: n append steps then flush equal n decode steps bitwise (fp32 state: states,
+/// outputs, windows), per variant; the two worlds hold the same data (mode set after the draws).
+TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
+  uint32_t seed = 4100;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kAuto})
+    for (int n : {1, 3, 4, 5, 14}) {
+      Config c;
+      c.variant = v;
+      c.mode = StepMode::kDecode;
+      c.H = 3 + n % 2;
+      c.B = 4 + n;
+      c.lower_bound = n % 2;
+      c.ds = n != 4;
+      c.gate2 = n == 5;
+      World d(c, seed), a(c, seed);
+      ++seed;
+      a.c.mode = StepMode::kAppend;
+      for (int i = 0; i < a.P; ++i) a.pending.h<int>()[i] = 0;
+      a.pending.up();
+      PreparedKda kd(d.weights(true), d.policies(true), c.ds, 0), ka(a.weights(true), a.policies(true), c.ds, 0);
+      kd.prepare(d.caches(true));
+      ka.prepare(a.caches(true));
+      std::mt19937 in_rng(seed * 7);
+      std::normal_distribution<float> n01(0.f, 1.f);
+      for (int step = 0; step < n; ++step) {
+        for (std::size_t i = 0; i < std::size_t(d.rows) * d.pitch; ++i) d.proj.h<uint16_t>()[i] = bf(n01(in_rng));
+        a.proj.host = d.proj.host;
+        d.proj.up();
+        a.proj.up();
+        kd.run(d.projected(true), d.outv(true), d.caches(true), d.args(true));
+        ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(d.out.down(), a.out.down()) << variant_name(v) << " n " << n << ": outputs of step " << step;
+        ASSERT_EQ(d.conv.down(), a.conv.down()) << variant_name(v) << " n " << n << ": windows after step " << step;
+      }
+      ka.flush(a.caches(true), make_view(a.slots.dev, DType::kI32, {c.B}, {a.slots_cols}, Device::kCUDA), TensorView{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(d.state.down(), a.state.down()) << variant_name(v) << " n " << n << ": state after flush";
+      EXPECT_EQ(kd.status().flags, 0u);
+      EXPECT_EQ(ka.status().flags, 0u);
+    }
+}
+
 /// run captured in a CUDA graph, replayed with new inputs copied into the same buffers.
 TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
     Config c;
     c.variant = v;
     c.H = 4;
@@ -564,7 +726,7 @@ TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
 
 /// Caller errors in the data: flagged with the lowest request index, nothing written.
 TEST_F(CudaVsCpu, ErrorFlagsOnDevice) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
     Config c;
     c.variant = v;
     c.mode = StepMode::kPerToken;

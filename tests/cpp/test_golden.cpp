@@ -12,7 +12,8 @@
 #include <iostream>
 
 #include "golden.h"
-#include "harness.h"
+#include "api.h"
+#include "data.h"
 
 namespace kt {
 namespace {

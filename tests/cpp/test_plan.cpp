@@ -8,7 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "harness.h"
+#include "api.h"
 #include "kda/cuda/config.h"
 #include "kda/heuristics.h"
 #include "kda/plan.h"
@@ -53,13 +53,13 @@ Policy pol(Variant v = Variant::kAuto, GateMode g = GateMode::kAuto, int64_t pit
   return p;
 }
 
-const StepMode kModes[] = {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused};
+const StepMode kModes[] = {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused};
 
 TEST(Plan, CpuDevicePlansCpu) {
   for (StepMode m : kModes)
     for (int B : {0, 1, 7, 512})
       for (int q : {1, 4, 16}) {
-        if (m == StepMode::kDecode && q != 1) continue;
+        if ((m == StepMode::kDecode || m == StepMode::kAppend) && q != 1) continue;
         const StepKey key{m, B, q};
         const Plan p = kda::plan_step(key, pol(), shape(4), cpu());
         EXPECT_EQ(p.variant, Variant::kCpu) << key.describe();
@@ -78,7 +78,7 @@ TEST(Plan, CpuDevicePlansCpu) {
 
 TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
   const StepKey key{StepMode::kFused, 5, 3};
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS, Variant::kFused, Variant::kFusedWS}) {
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS, Variant::kFused, Variant::kFusedWS}) {
     const std::string msg = invalid_message([&] { kda::plan_step(key, pol(v), shape(4), cpu()); });
     EXPECT_THAT(msg, HasSubstr(key.describe()));
     EXPECT_THAT(msg, HasSubstr(std::string("'") + kda::variant_name(v) + "'"));
@@ -92,10 +92,10 @@ TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
 }
 
 /// What auto must pick for `items` on `d` (the measured table of kda/heuristics.h, with its
-/// fallbacks: Stream only where its layout and shared memory fit, Split only with clusters).
+/// fallbacks: WS only where its layout and shared memory fit, Split only with clusters).
 Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits) {
   Variant v = kda::heuristics::auto_variant(items, m);
-  if ((v == Variant::kStream || v == Variant::kWS) && !stream_fits) v = Variant::kWide;
+  if (v == Variant::kWS && (!stream_fits || m == StepMode::kAppend)) v = Variant::kWide;
   if (v == Variant::kSplit && !d.clusters) v = Variant::kWide;
   return v;
 }
@@ -109,7 +109,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
     for (StepMode m : kModes)
       for (int H : {1, 3, 4, 12, 32, 96})
         for (int B : {1, 2, 4, 16, 64, 256}) {
-          const int q = m == StepMode::kDecode ? 1 : 4;
+          const int q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : 4;
           const int64_t items = int64_t(B) * H;
           const DeviceInfo dd = gpu(clusters);
           const Plan p = kda::plan_step({m, B, q}, pol(), shape(H), dd);  // stream_ok = false
@@ -155,51 +155,20 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_EQ(p.variant, Variant::kSplit);
         EXPECT_EQ(p.split, std::max(2, kda::choose_split(items, d.sms)));
         EXPECT_EQ(p.ctas, items * p.split);
-        EXPECT_EQ(p.threads, kda::cuda_config::threads_for_split(p.split));
-        EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{q, p.split}.bytes()));
+        EXPECT_EQ(p.threads, kda::cuda_config::kStepThreads);
+        EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes()));
+        EXPECT_GE(p.ring_stages, 1);
+        EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
         EXPECT_LE(p.smem, d.smem_optin);
         EXPECT_GE(p.ctas, std::min<int64_t>(items * 8, int64_t(target) * d.sms)) << "the grid does not fill the GPU";
         const Plan w = kda::plan_step({m, B, q}, pol(Variant::kWide), shape(H), d);
         EXPECT_EQ(w.split, 1);
         EXPECT_EQ(w.ctas, items);
-        EXPECT_EQ(w.threads, kda::cuda_config::threads_for_split(1));
-        EXPECT_EQ(w.smem, (kda::cuda_config::StepSmem{q, 1}.bytes()));
+        EXPECT_EQ(w.threads, kda::cuda_config::kStepThreads);
+        EXPECT_EQ(w.smem, (kda::cuda_config::StepSmem{q, 1, w.ring_stages, 4, 0, 2 + q}.bytes()));
+        EXPECT_GE(w.ring_stages, 2) << "a Wide CTA streams at least two chunks at once";
+        EXPECT_TRUE(w.ctas_per_sm >= 1 && w.ctas_per_sm <= 4);
       }
-}
-
-TEST(Plan, ForcedStreamWhereItsLayoutFits) {
-  const DeviceInfo d = gpu();
-  for (StepMode m : kModes)
-    for (int q : {1, 4, 16}) {
-      if (m == StepMode::kDecode && q != 1) continue;
-      for (int64_t B : {1, 7, 100, 1000}) {
-        LayerShape l = shape(4);
-        l.stream_ok = true;
-        l.window = 2 + q;
-        l.conv_bytes = 2;
-        const StepKey key{m, int(B), q};
-        const Plan p = kda::plan_step(key, pol(Variant::kStream), l, d);
-        EXPECT_EQ(p.variant, Variant::kStream) << key.describe();
-        const int64_t items = B * 4;
-        EXPECT_GE(p.items_per_cta, 1);
-        EXPECT_GE(p.ctas * p.items_per_cta, items) << key.describe();
-        EXPECT_LT((p.ctas - 1) * p.items_per_cta, items) << "an idle persistent CTA, " << key.describe();
-        EXPECT_LE(p.ctas, 2 * int64_t(d.sms));
-        EXPECT_LE(p.smem, d.smem_optin);
-        EXPECT_GT(p.threads, 0);
-        // auto with a stream-capable layout still follows the table
-        const Plan a = kda::plan_step(key, pol(), l, d);
-        EXPECT_EQ(a.variant == Variant::kStream, kda::heuristics::auto_variant(items, m) == Variant::kStream);
-      }
-      // not where the layout does not allow 16-byte copies, nor with a window too short
-      LayerShape bad = shape(4);
-      bad.window = 2 + q;
-      const StepKey key{m, 8, q};
-      EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr(key.describe()));
-      bad.stream_ok = true;
-      bad.window = 1 + q;
-      EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kStream), bad, d); }), HasSubstr("stream"));
-    }
 }
 
 TEST(Plan, WsPlansARingThatFits) {
@@ -209,7 +178,14 @@ TEST(Plan, WsPlansARingThatFits) {
   const DeviceInfo d = gpu();
   for (StepMode m : kModes)
     for (int q : {1, 4, 8, 16}) {
-      if (m == StepMode::kDecode && q != 1) continue;
+      if ((m == StepMode::kDecode || m == StepMode::kAppend) && q != 1) continue;
+      if (m == StepMode::kAppend) {  // WS has no append path
+        LayerShape l = shape(4);
+        l.stream_ok = true;
+        l.window = 3;
+        EXPECT_THAT(invalid_message([&] { kda::plan_step({m, 8, 1}, pol(Variant::kWS), l, d); }), HasSubstr("no append path"));
+        continue;
+      }
       for (int64_t B : {1, 7, 100, 1000}) {
         for (bool bf16 : {false, true}) {
           LayerShape l = shape(4);
@@ -291,56 +267,48 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
           }
 }
 
-TEST(Plan, AutoPicksWsFromTheMeasuredThresholds) {
-  // the measured tables (kda/heuristics.h): decode Wide < 48 items, WS 48–132 (one item per
-  // persistent CTA), Wide 133–383, WS from 384 (session 9); per_token / record / fused WS
-  // from 24 items (session 10); Wide wherever the layout forbids bulk copies or two ring
-  // stages do not fit.
+TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
+  // kda/heuristics.h: decode Split up to 16 items, Wide from 17, WS at 64–132 (one persistent
+  // CTA per SM holds one item), Wide from 133; append the same without WS; per_token WS;
+  // record / fused WS below 6144 items, Wide from 6144; Wide wherever the layout forbids bulk
+  // copies or two WS ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
   l.window = 6;
-  auto pick = [&](StepMode m, int B, int q) { return kda::plan_step({m, B, q}, pol(), l, d).variant; };
-  EXPECT_EQ(pick(StepMode::kDecode, 1, 1), Variant::kWide);    // 32 items
-  EXPECT_EQ(pick(StepMode::kDecode, 2, 1), Variant::kWS);      // 64
-  EXPECT_EQ(pick(StepMode::kDecode, 4, 1), Variant::kWS);      // 128
-  EXPECT_EQ(pick(StepMode::kDecode, 8, 1), Variant::kWide);    // 256
-  EXPECT_EQ(pick(StepMode::kDecode, 11, 1), Variant::kWide);   // 352
-  EXPECT_EQ(pick(StepMode::kDecode, 12, 1), Variant::kWS);     // 384
-  EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWS);
-  EXPECT_EQ(pick(StepMode::kPerToken, 1, 4), Variant::kWS);    // 32
-  EXPECT_EQ(pick(StepMode::kRecord, 64, 4), Variant::kWS);
-  EXPECT_EQ(pick(StepMode::kFused, 8, 4), Variant::kWS);
-  EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWS);
-  {
-    // the verify threshold at 24 items (H = 3: B = 7 → 21 items, B = 8 → 24)
-    LayerShape l3 = shape(3);
-    l3.stream_ok = true;
-    l3.window = 6;
-    for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused}) {
-      EXPECT_EQ(kda::plan_step({m, 7, 4}, pol(), l3, d).variant, Variant::kWide) << int(m);
-      EXPECT_EQ(kda::plan_step({m, 8, 4}, pol(), l3, d).variant, Variant::kWS) << int(m);
-    }
+  auto pick = [&](StepMode m, int B, int q, const LayerShape& ls) { return kda::plan_step({m, B, q}, pol(), ls, d).variant; };
+  LayerShape l4 = l;
+  l4.H = 4;
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend}) {
+    EXPECT_EQ(pick(m, 4, 1, l4), Variant::kSplit);  // 16 items
+    EXPECT_EQ(pick(m, 5, 1, l4), Variant::kWide);   // 20
+    EXPECT_EQ(pick(m, 1, 1, l), Variant::kWide);    // 32
+    EXPECT_EQ(pick(m, 5, 1, l), Variant::kWide);    // 160
+    EXPECT_EQ(pick(m, 256, 1, l), Variant::kWide);
+  }
+  EXPECT_EQ(pick(StepMode::kDecode, 2, 1, l), Variant::kWS);      // 64
+  EXPECT_EQ(pick(StepMode::kDecode, 4, 1, l), Variant::kWS);      // 128
+  EXPECT_EQ(pick(StepMode::kAppend, 3, 1, l), Variant::kWide);    // 96: no WS append path
+  EXPECT_EQ(pick(StepMode::kPerToken, 1, 4, l), Variant::kWS);
+  EXPECT_EQ(pick(StepMode::kPerToken, 256, 4, l), Variant::kWS);
+  for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
+    EXPECT_EQ(pick(m, 191, 4, l), Variant::kWS) << int(m);    // 6112 items
+    EXPECT_EQ(pick(m, 192, 4, l), Variant::kWide) << int(m);  // 6144
   }
   l.stream_ok = false;
-  EXPECT_EQ(pick(StepMode::kDecode, 256, 1), Variant::kWide);
-  EXPECT_EQ(pick(StepMode::kFused, 256, 4), Variant::kWide);
+  EXPECT_EQ(pick(StepMode::kDecode, 3, 1, l), Variant::kWide);
+  EXPECT_EQ(pick(StepMode::kPerToken, 8, 4, l), Variant::kWide);
   // q = 16: two WS ring stages do not fit; auto takes Wide instead of failing
   l.stream_ok = true;
   l.window = 18;
-  EXPECT_EQ(pick(StepMode::kPerToken, 64, 16), Variant::kWide);
-  EXPECT_EQ(pick(StepMode::kFused, 64, 16), Variant::kWide);
-  // H = 1, B = 1: one item, below every threshold
-  LayerShape one = shape(1);
-  one.stream_ok = true;
-  one.window = 6;
-  EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 1, 4}, pol(), one, d).variant, Variant::kWide);
+  EXPECT_EQ(pick(StepMode::kPerToken, 64, 16, l), Variant::kWide);
+  EXPECT_EQ(pick(StepMode::kFused, 64, 16, l), Variant::kWide);
 }
 
 TEST(Plan, ForcedVariantsHonoured) {
   const DeviceInfo d = gpu();
   for (StepMode m : kModes) {
-    const int q = m == StepMode::kDecode ? 1 : 3;
+    const int q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : 3;
     const Plan w = kda::plan_step({m, 1, q}, pol(Variant::kWide), shape(4), d);  // auto would split
     EXPECT_EQ(w.variant, Variant::kWide);
     EXPECT_EQ(w.split, 1);
@@ -362,8 +330,8 @@ TEST(Plan, InvalidForcingThrowsNamingTheKey) {
     EXPECT_THAT(msg, HasSubstr(key.describe()));
     EXPECT_THAT(msg, HasSubstr(what));
   };
-  // kStream is refused here because the layer's caches do not allow 16-byte copies (stream_ok)
-  for (Variant v : {Variant::kStream, Variant::kWS, Variant::kFused, Variant::kFusedWS, Variant::kCpu})
+  // kWS is refused here because the layer's caches do not allow 16-byte copies (stream_ok)
+  for (Variant v : {Variant::kWS, Variant::kFused, Variant::kFusedWS, Variant::kCpu})
     expect_named(invalid_message([&] { kda::plan_step(key, pol(v), shape(4), d); }), kda::variant_name(v));
   expect_named(invalid_message([&] { kda::plan_step(key, pol(Variant::kSplit), shape(4), gpu(false)); }), "split");
   expect_named(invalid_message([&] { kda::plan_step(key, pol(Variant::kAuto, GateMode::kShared), shape(4), d); }), "1 (shared)");
@@ -561,10 +529,11 @@ namespace kt {
 namespace {
 
 TEST(Plan, NamesParseAndRoundTrip) {
-  for (StepMode m : {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
     EXPECT_EQ(kda::parse_mode(kda::mode_name(m)), m);
+  EXPECT_THROW(kda::parse_variant("stream"), std::invalid_argument);  // removed: Split/Wide beat it everywhere
   for (kda::Variant v : {kda::Variant::kAuto, kda::Variant::kCpu, kda::Variant::kSplit, kda::Variant::kWide,
-                         kda::Variant::kStream, kda::Variant::kWS, kda::Variant::kFused, kda::Variant::kFusedWS})
+                         kda::Variant::kWS, kda::Variant::kFused, kda::Variant::kFusedWS})
     EXPECT_EQ(kda::parse_variant(kda::variant_name(v)), v);
   EXPECT_THROW(kda::parse_mode("prefill"), std::invalid_argument);
   EXPECT_THROW(kda::parse_variant("fastest"), std::invalid_argument);

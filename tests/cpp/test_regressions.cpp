@@ -1,5 +1,5 @@
 // Named regression tests for the bug classes that hit other KDA / GDN decode kernels, on the
-// CPU backend through kda::PreparedKda, each checked against the float64 reference (harness.h
+// CPU backend through kda::PreparedKda, each checked against the float64 reference (check.h
 // check_step: status, out, written state / records / windows / pending, and every byte the
 // step does not own bitwise unchanged). The GPU versions of the same classes are in
 // tests/python/test_regressions.py (one per forced variant); existing coverage is named
@@ -148,7 +148,7 @@ TEST(Regression, ContiguousKVPoolCannotBeToldApartCallersDuty) {
 // Block-table column slices as slot tensors (row stride != q)
 // =========================================================================================
 TEST(Regression, BlockTableColumnSlicesAsSlotTensors) {
-  // harness make_index_2d layout 1: columns [2, 2 + cols) of a [B, cols + 5] table, so the row
+  // data.h make_index_2d layout 1: columns [2, 2 + cols) of a [B, cols + 5] table, so the row
   // stride is cols + 5 != q; make_index_1d layout 1: column 1 of a [B, 3] table. Garbage ids
   // (977 / -977) around the view must never be read.
   for (int extra_cols : {0, 2}) {

@@ -1,9 +1,9 @@
 // The small shape matrix that compute-sanitizer runs on the GPU (memcheck, racecheck, synccheck,
-// initcheck; scripts/gpu_run.sh): every CUDA variant ('split', 'wide', 'stream', 'ws') × every step
+// initcheck; scripts/gpu_run.sh): every CUDA variant ('split', 'wide', 'ws') × every step
 // kind (decode, decode with out_slots, per_token, record, fused with pending 0 / = accepted / >
 // q, commit, flush) × two shapes, with pads (-1 and the null slot), a caller error, strided
 // slot tensors, padded slot strides, packed rows and separate views, and B = 0 — each result
-// checked against the float64 reference (harness.h check_step). Every byte a kernel may read
+// checked against the float64 reference (check.h check_step). Every byte a kernel may read
 // is initialised (initcheck), so a report is a kernel bug.
 //
 //   compute-sanitizer --tool memcheck build/gpu/tests/cpp/kda_tests --gtest_filter='SanitizerMatrix.*'
@@ -18,7 +18,9 @@
 #include <iostream>
 #include <memory>
 
-#include "harness.h"
+#include "api.h"
+#include "check.h"
+#include "data.h"
 
 namespace kt {
 namespace {
@@ -94,9 +96,9 @@ struct Device {
   TensorView put_index(const Index& ix) { return put_vec(ix.view, ix.mem); }
 };
 
-enum class Kind { kDecode, kDecodeOut, kPerToken, kRecord, kFused, kCommit, kFlush };
+enum class Kind { kDecode, kDecodeOut, kPerToken, kRecord, kFused, kCommit, kFlush, kAppend };
 const char* kind_name(Kind k) {
-  const char* n[] = {"decode", "decode+out_slots", "per_token", "record", "fused", "commit", "flush"};
+  const char* n[] = {"decode", "decode+out_slots", "per_token", "record", "fused", "commit", "flush", "append"};
   return n[int(k)];
 }
 
@@ -128,7 +130,8 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   LayerData L = random_layer(rng, lo);
   const int H = c.H, B = c.B, q = c.q, D = H * K;
   const bool per_token = c.kind == Kind::kPerToken;
-  const bool records = c.kind == Kind::kRecord || c.kind == Kind::kFused || c.kind == Kind::kCommit || c.kind == Kind::kFlush;
+  const bool records = c.kind == Kind::kRecord || c.kind == Kind::kFused || c.kind == Kind::kCommit || c.kind == Kind::kFlush ||
+                       c.kind == Kind::kAppend;
   const int cols = per_token ? q + 1 : 1;  // row width > q
   // accepted up to q + 2 (fused: pending > q); q = 16 keeps window = 2 + q so that Stream's
   // shared memory (state + two stages with max(q, window - 2) records) fits the device
@@ -158,6 +161,7 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   st.mode = c.kind == Kind::kDecode || c.kind == Kind::kDecodeOut ? Mode::kDecode
             : per_token                                           ? Mode::kPerToken
             : c.kind == Kind::kFused                              ? Mode::kFused
+            : c.kind == Kind::kAppend                             ? Mode::kAppend
                                                                   : Mode::kRecord;
   st.q = q;
   st.null_slot = c.null_slot;
@@ -179,8 +183,8 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   if (c.kind == Kind::kFused)
     for (int b = 0; b < B; ++b)  // pending 0 or = accepted (which may exceed q); 0 for the bad request
       pool.pending[size_t(rows[b])] = (b % 2 || (c.error && b == 2)) ? 0 : int32_t(st.accepted[b]);
-  if (c.kind == Kind::kFlush)
-    for (int b = 0; b < B; ++b) pool.pending[size_t(rows[b])] = int32_t(rng.integer(0, ps.Qr));
+  if (c.kind == Kind::kFlush || c.kind == Kind::kAppend)  // append: any count, Qr (a full row) too
+    for (int b = 0; b < B; ++b) pool.pending[size_t(rows[b])] = (c.kind == Kind::kAppend && b == 0) ? ps.Qr : int32_t(rng.integer(0, ps.Qr));
   if (c.kind == Kind::kCommit)
     for (int b = 0; b < B; ++b) counts.push_back(rng.integer(0, ps.Qr));
 
@@ -296,23 +300,26 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   if (c.error && B >= 3) {
     EXPECT_EQ(res.flags, uint32_t(kref::kAccepted));
   }
-  check_step(before, pool, rp, res, &out, q, 1, s);
+  const std::optional<Continued> cont = continued_from_stored(L.ref(), before.to_ref(), pool, in.ref, st, res);
+  check_step(before, pool, rp, res, &out, q, 1, s, cont ? &*cont : nullptr);
 }
 
 TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   const bool gpu = have_gpu();
   std::vector<Variant> variants = {Variant::kAuto};
-  if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kStream, Variant::kWS};
+  if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kWS};
   int n = 0;
   uint64_t seed = 5000;
   for (Variant v : variants)
-    for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kPerToken, Kind::kRecord, Kind::kFused, Kind::kCommit,
-                   Kind::kFlush})
+    for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
+                   Kind::kCommit, Kind::kFlush})
       for (int shape = 0; shape < 4; ++shape) {
+        if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
         c.variant = v;
-        const bool q1 = k == Kind::kDecode || k == Kind::kDecodeOut || k == Kind::kCommit || k == Kind::kFlush;
+        const bool q1 = k == Kind::kDecode || k == Kind::kDecodeOut || k == Kind::kCommit || k == Kind::kFlush ||
+                        k == Kind::kAppend;
         if (shape == 0) {  // the smallest: one item
           c.H = 1, c.B = 1, c.q = q1 ? 1 : 2;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = 0;
@@ -322,7 +329,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.state_bf16 = true, c.conv_f32 = true, c.views = k == Kind::kPerToken || k == Kind::kFused;
         } else if (shape == 3) {  // 544 items: 5 per persistent CTA, so WS ring stages and
           // Stream operand stages are reused (the producer/consumer hand-over under racecheck)
-          if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kFused) continue;
+          if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kFused && k != Kind::kAppend) continue;
           c.H = 4, c.B = 136, c.q = q1 ? 1 : 2;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1;
         } else {  // q = 16, gate mode 2, column-major tables, a null slot that is not 0

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "harness.h"
+#include "api.h"
 #include "scaffold.h"
 
 namespace kt {
@@ -587,9 +587,73 @@ TEST_F(Validation, OperandsOnAnotherDeviceThanTheWeights) {
   EXPECT_INVALID(PreparedKda(w, {}, true, 0), "f_b_weight");
 }
 
-TEST_F(Validation, WeightsOnMismatchedGpusNeedAGpu) {
-  GTEST_SKIP() << "weights on two different GPUs, device-pointer alignment and the CUDA-only stride rules need "
-                  "the CUDA backend and a GPU (covered by test_cuda.cpp)";
+/// The layer's weights on the CPU, its caches tagged as CUDA memory (as a caller that moved the
+/// caches to the GPU and forgot the weights): refused on the host, naming each cache and both
+/// devices, before any byte is read. The tagged views point at host memory, so a check that
+/// came too late would read it silently rather than fault: the pools are compared bytewise.
+TEST_F(Validation, CpuWeightsWithCudaCachesRejected) {
+  auto on_gpu = [](TensorView t, int id) {
+    t.device = kda::Device::kCUDA;
+    t.device_id = id;
+    return t;
+  };
+  for (int id : {0, 1}) {
+    SCOPED_TRACE("caches on cuda:" + std::to_string(id));
+    const std::string want = "cuda:" + std::to_string(id);
+    Caches all = pool.caches();
+    all.conv_state = on_gpu(all.conv_state, id);
+    all.state = on_gpu(all.state, id);
+    all.correction = on_gpu(all.correction, id);
+    all.key_gate = on_gpu(all.key_gate, id);
+    all.pending = on_gpu(all.pending, id);
+    EXPECT_INVALID(kda->prepare(all), "conv_state");
+    EXPECT_THAT(invalid_message([&] { kda->prepare(all); }), HasSubstr("expected device cpu"));
+    EXPECT_THAT(invalid_message([&] { kda->prepare(all); }), HasSubstr(want));
+    for (StepMode m : {StepMode::kDecode, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      EXPECT_INVALID(run(m, args(m), all), "conv_state");
+    EXPECT_INVALID(kda->commit(all, s1.view, rows.view, counts.view), "conv_state");
+    EXPECT_INVALID(kda->flush(all, s1.view, rows.view), "conv_state");
+    // each cache alone on the GPU is named
+    const struct {
+      const char* name;
+      TensorView Caches::*field;
+    } one[] = {{"conv_state", &Caches::conv_state}, {"state", &Caches::state}, {"correction", &Caches::correction},
+               {"key_gate", &Caches::key_gate}, {"pending", &Caches::pending}};
+    for (const auto& o : one) {
+      Caches c = pool.caches();
+      c.*o.field = on_gpu(c.*o.field, id);
+      const bool needs_records = o.field != &Caches::conv_state && o.field != &Caches::state;
+      if (o.field == &Caches::pending) EXPECT_INVALID(run(StepMode::kFused, args(StepMode::kFused), c), o.name);
+      else if (needs_records) EXPECT_INVALID(run(StepMode::kRecord, args(StepMode::kRecord), c), o.name);
+      else EXPECT_INVALID(run(StepMode::kDecode, args(StepMode::kDecode), c), o.name);
+    }
+  }
+  EXPECT_TRUE(kda->status().ok());
+}
+
+/// Weights split over two GPUs (tagged views; refused while validating the weights, before a
+/// backend is created, so this runs without a GPU). The real two-device run — weights and caches
+/// on a second GPU, and caches on another GPU than the weights — is
+/// tests/cpp/test_cuda.cpp CudaVsCpu.TwoDevices (skipped unless two GPUs are visible).
+TEST_F(Validation, WeightsSplitOverTwoGpusRejected) {
+  LayerWeights w = L.weights();
+  auto tag = [](TensorView& t, int id) {
+    t.device = kda::Device::kCUDA;
+    t.device_id = id;
+  };
+  tag(w.A_log, 1);
+  tag(w.conv_weight, 1);
+  tag(w.dt_bias, 1);
+  tag(w.f_b_weight, 1);
+  tag(w.conv_bias, 1);
+  tag(w.norm_weight, 0);
+  const std::string msg = invalid_message([&] { PreparedKda(w, {}, true, 0); });
+  EXPECT_THAT(msg, HasSubstr("norm_weight"));
+  EXPECT_THAT(msg, HasSubstr("cuda:1"));
+  EXPECT_THAT(msg, HasSubstr("cuda:0"));
+  tag(w.norm_weight, 1);
+  tag(w.dt_bias, 0);
+  EXPECT_THAT(invalid_message([&] { PreparedKda(w, {}, true, 0); }), HasSubstr("dt_bias"));
 }
 
 TEST_F(Validation, ForcedVariantOrGateTheCpuCannotRun) {

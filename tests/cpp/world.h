@@ -1,9 +1,11 @@
 // tests/cpp/world.h — a layer, a cache pool and its float64 mirror, and a prepared object:
 // the scaffold of the contract tests, which run sequences of steps on the library and on the
-// reference side by side and check every step (harness.h: check_step).
+// reference side by side and check every step (check.h: check_step).
 #pragma once
 
-#include "harness.h"
+#include "api.h"
+#include "check.h"
+#include "data.h"
 
 namespace kt {
 
@@ -65,8 +67,12 @@ struct World {
     sp.ref = st;
     sp.strided = strided;
     run_step(*kda, pool, in, out, sp);
+    const bool continued = pool.sp.state_bf16 && st.mode == kref::Mode::kFused;
+    const kref::Pool rp0 = continued ? rp : kref::Pool{};
     const kref::Result res = kref::step(RL, rp, in.ref, st);
-    const Measured m = check_step(before, pool, rp, res, &out, st.q, n, kda->status());
+    const std::optional<Continued> cont =
+        continued ? continued_from_stored(RL, rp0, pool, in.ref, st, res) : std::nullopt;
+    const Measured m = check_step(before, pool, rp, res, &out, st.q, n, kda->status(), cont ? &*cont : nullptr);
     if (keep) *keep = std::move(in);
     if (keep_out) *keep_out = std::move(out);
     return m;

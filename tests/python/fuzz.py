@@ -6,7 +6,8 @@
 
 Each configuration is drawn at random from its own seed (S, I) and holds a layer (H, conv
 bias, softplus or lower-bound gate, with or without F_B, gate mode 0 or 2, fp32 or bf16
-conv weight), a cache pool (DS or SD windows, bf16 or fp32 windows, fp32 or bf16 state,
+conv weight, an RMSNorm epsilon in [1e-6, 1e-2], a conv width W of 2..5 on the CPU backend
+(4 on CUDA), in one configuration in five post-conv q and k near 1e-3 or 1e-4), a cache pool (DS or SD windows, bf16 or fp32 windows, fp32 or bf16 state,
 padded slot strides of the window / state / records pools, a strided pending column, a null
 slot of 0, -1 or some other id) and a sequence of 1-4 steps chained on that pool: decode
 (optionally with out_slots), per_token (row width >= q, pads at t > 0), record, fused
@@ -28,7 +29,8 @@ Every operation is checked completely: status flags and first request; out (pad 
 rows zero, padding columns untouched); written state slots, records rows and pending; conv
 windows bitwise; every byte the step does not own (other slots, slot padding, records rows)
 bitwise unchanged. One line per mismatch names the configuration and how to replay it; the
-last line is the summary "fuzz: N configs, M mismatches". Exit status 1 on a mismatch.
+last line is the summary "fuzz: N configs, M mismatches". Exit status 1 on a mismatch. On a
+terminal (and not under CI) a progress line per chunk shows the elapsed time and the time left.
 """
 from __future__ import annotations
 
@@ -45,11 +47,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import reference as ref  # noqa: E402
-from harness import Inputs, Layer, bf16, bits_of, check_bf16_state, check_out, check_rel, f64  # noqa: E402
+from harness import (BUFFERS, Geometry, HostPool, Inputs, Layer, bf16, bits_of, check_bf16_state,  # noqa: E402
+                     check_out, check_rel, draw_eps, f64, tiny_qk_scale)
 
 K = ref.K
 R = ref.R
-W = 4
+W = 4  # the conv width the CUDA kernels take (SPEC §1); the CPU backend's configurations draw 2..5
 KINDS = ("decode", "per_token", "record", "fused", "commit", "flush")
 GPU_VARIANTS = ("split", "wide", "stream", "ws", "auto")
 POISON = 0x4B1D
@@ -134,6 +137,9 @@ class Config:
     align: int = 1  # input pitch alignment in elements (8: 16-byte rows)
     seed: int = 0  # layer and pool values
     a_log_range: tuple = (-1.0, 1.0)
+    W: int = W  # conv taps
+    eps: float = 1e-5  # RMSNorm epsilon
+    tiny_qk: float = 0.0  # > 0: post-conv q and k of about this size per element
     ops: List[Op] = dataclasses.field(default_factory=list)
 
     @property
@@ -149,7 +155,8 @@ class Config:
              f"{'bias' if self.bias else 'nobias'} {'F_B' if self.f_b else 'noF_B'} gate={self.gate_policy} "
              f"{self.layout} conv={self.conv_dtype} state={self.state_dtype} n={self.n} window={self.window} "
              f"Qr={self.Qr} pads(conv={self.conv_pad},state={self.state_pad},rec={self.rec_pad},"
-             f"pend_stride={self.pending_stride}) null={self.null_slot} variant={self.variant} align={self.align}")
+             f"pend_stride={self.pending_stride}) null={self.null_slot} variant={self.variant} align={self.align} "
+             f"W={self.W} eps={self.eps:.2e}" + (f" tiny_qk={self.tiny_qk:g}" if self.tiny_qk else ""))
         return s + " ops=[" + ", ".join(o.describe() for o in self.ops) + "]"
 
 
@@ -186,6 +193,13 @@ def random_config(seed: int, index: int, device: str = "cpu") -> Config:
     c.state_dtype = _choice(rng, ["f32", "bf16"], p=[0.75, 0.25])
     if rng.random() < 0.1:
         c.a_log_range = (2.0, 5.0)  # fast decay (A_log up to 5, SPEC §8 extremes)
+    # what the contract lets vary: the RMSNorm epsilon everywhere, the conv width on the CPU
+    # backend (the CUDA kernels take W = 4 and refuse others at prepare: test_cuda tests that),
+    # tiny post-conv q and k (the l2 norm's epsilon matters there)
+    c.eps = draw_eps(rng)
+    if device != "cuda":
+        c.W = int(rng.integers(2, 6))
+    c.tiny_qk = _choice(rng, [0.0, 1e-3, 1e-4], p=[0.8, 0.1, 0.1])
     # steps: tokens and batch sizes; pools stay tiny
     big_q = rng.random() < 0.2
     qmax = int(rng.integers(5, 17)) if big_q else int(rng.integers(1, 5))
@@ -193,9 +207,9 @@ def random_config(seed: int, index: int, device: str = "cpu") -> Config:
     if c.H >= 6:  # keep the pools small (the CPU side is the slow one)
         bmax = min(bmax, 3)
     extra_w = int(_choice(rng, [0, 0, 1, 2, 3]))
-    c.window = W - 2 + qmax + extra_w
+    c.window = c.W - 2 + qmax + extra_w
     want_records = rng.random() < 0.75
-    c.Qr = (c.window - 2 + int(rng.integers(0, 2))) if want_records else 0
+    c.Qr = (c.window - c.W + 2 + int(rng.integers(0, 2))) if want_records else 0  # >= the largest accepted
     c.null_slot = _choice(rng, [0, -1, -2], p=[0.6, 0.25, 0.15])  # -2: some other id, drawn below
     cols_max = qmax + 2
     c.n = max(bmax * cols_max, 2 * bmax) + 2 + int(rng.integers(0, 3))
@@ -236,7 +250,7 @@ def _random_op(rng, c: Config, qmax: int, bmax: int) -> Op:
     q = 1 if kind in ("decode", "commit", "flush") else int(rng.integers(1, qmax + 1))
     op.q = q
     ids = _live_ids(rng, c)
-    acc_max = c.window - W + 2
+    acc_max = c.window - c.W + 2
     if kind == "per_token":
         cols = min(q + int(_choice(rng, [0, 0, 1, 2])), (len(ids)) // max(B, 1))
         cols = max(cols, q)
@@ -351,138 +365,6 @@ def _inject_error(rng, c: Config, op: Op, acc_max: int):
             op.accepted = np.ones(B, np.int32)
         op.accepted[b] = a
         op.slots[b, a - 1] = _pad_id(rng, c)
-
-
-# =========================================================================================
-# the pool: full 2-D buffers (tiles = slots or records rows, padding after each tile)
-# =========================================================================================
-class Geometry:
-    """Shapes and element strides of the cache views over the full buffers."""
-
-    def __init__(self, c: Config):
-        self.c = c
-        D = c.D
-        self.conv_row = 3 * D * c.window + c.conv_pad
-        self.state_row = c.H * K * K + c.state_pad
-        self.corr_row = c.H * c.Qr * K + c.rec_pad
-        self.kg_row = c.H * c.Qr * 2 * K + c.rec_pad
-
-    def conv(self):
-        c = self.c
-        if c.layout == "ds":
-            return (c.n, 3 * c.D, c.window), (self.conv_row, c.window, 1)
-        return (c.n, c.window, 3 * c.D), (self.conv_row, 3 * c.D, 1)
-
-    def state(self):
-        c = self.c
-        return (c.n, c.H, K, K), (self.state_row, K * K, K, 1)
-
-    def corr(self):
-        c = self.c
-        return (c.rows_r, c.H, c.Qr, K), (self.corr_row, c.Qr * K, K, 1)
-
-    def kg(self):
-        c = self.c
-        return (c.rows_r, c.H, c.Qr, 2 * K), (self.kg_row, c.Qr * 2 * K, 2 * K, 1)
-
-    def pending(self):
-        return (self.c.rows_r,), (self.c.pending_stride,)
-
-
-def np_view(full: np.ndarray, shape, strides) -> np.ndarray:
-    es = full.itemsize
-    return np.lib.stride_tricks.as_strided(full, shape=shape, strides=tuple(s * es for s in strides))
-
-
-BUFFERS = ("conv", "state", "corr", "kg", "pend")
-
-
-class HostPool:
-    """The caches as numpy full buffers (the CPU backend's, or a GPU download) and views."""
-
-    def __init__(self, c: Config, bufs: dict):
-        self.c, self.g, self.b = c, Geometry(c), bufs
-
-    @staticmethod
-    def create(c: Config, rng) -> "HostPool":
-        """Random caches; slot / row padding holds random bits (NaN patterns included)."""
-        g = Geometry(c)
-        D = c.D
-
-        def full(rows, row_len, logical_len, dtype):
-            a = np.empty((rows, row_len), dtype)
-            if row_len > logical_len:
-                a.view(np.uint16 if a.itemsize == 2 else np.uint32)[:, logical_len:] = rng.integers(
-                    0, 1 << (8 * a.itemsize), size=(rows, row_len - logical_len), dtype=np.uint64)
-            return a
-
-        def values(shape, scale):  # uniform in [-scale·√3, scale·√3): standard deviation `scale`
-            return (rng.random(shape, dtype=np.float32) - np.float32(0.5)) * np.float32(scale * 2 * 3 ** 0.5)
-
-        def bf16_bits(shape, scale):  # random bf16 patterns (truncated fp32 values)
-            return values(shape, scale).view(np.uint32) >> 16
-
-        cdt = np.uint16 if c.conv_dtype == "bf16" else np.float32
-        sdt = np.uint16 if c.state_dtype == "bf16" else np.float32
-        b = {"conv": full(c.n, g.conv_row, 3 * D * c.window, cdt), "state": full(c.n, g.state_row, c.H * K * K, sdt)}
-        p = HostPool(c, b)
-        shape = (c.n, 3 * D, c.window)
-        p.conv_logical()[...] = bf16_bits(shape, 1.0) if cdt == np.uint16 else values(shape, 1.0)
-        shape = (c.n, c.H, K, K)
-        p.state()[...] = bf16_bits(shape, 0.5) if sdt == np.uint16 else values(shape, 0.5)
-        if c.Qr:
-            b["corr"] = full(c.rows_r, g.corr_row, c.H * c.Qr * K, np.float32)
-            b["kg"] = full(c.rows_r, g.kg_row, c.H * c.Qr * 2 * K, np.float32)
-            b["pend"] = np.full((c.rows_r, c.pending_stride), 777, np.int32)
-            p.corr()[...] = values((c.rows_r, c.H, c.Qr, K), 0.3)
-            kg = values((c.rows_r, c.H, c.Qr, 2 * K), 0.1)
-            kg[..., K:] = -np.abs(kg[..., K:])  # activated gates are <= 0
-            p.kg()[...] = kg
-            p.pending()[...] = 0
-        return p
-
-    def copy(self) -> "HostPool":
-        return HostPool(self.c, {k: v.copy() for k, v in self.b.items()})
-
-    # views (writable, over the full buffers)
-    def conv(self):
-        return np_view(self.b["conv"], *self.g.conv())
-
-    def conv_logical(self):
-        v = self.conv()
-        return v if self.c.layout == "ds" else v.transpose(0, 2, 1)
-
-    def state(self):
-        return np_view(self.b["state"], *self.g.state())
-
-    def corr(self):
-        return np_view(self.b["corr"], *self.g.corr())
-
-    def kg(self):
-        return np_view(self.b["kg"], *self.g.kg())
-
-    def pending(self):
-        return np_view(self.b["pend"], *self.g.pending())
-
-    def caches(self):
-        import kda_decode as kd
-
-        if self.c.Qr:
-            return kd.Caches(self.conv(), self.state(), self.corr(), self.kg(), self.pending())
-        return kd.Caches(self.conv(), self.state())
-
-    def to_ref(self) -> ref.RefCaches:
-        c = self.c
-        conv = self.conv_logical()
-        rc = ref.RefCaches(
-            conv=f64(conv) if c.conv_dtype == "bf16" else conv.astype(np.float64),
-            state=f64(self.state()) if c.state_dtype == "bf16" else self.state().astype(np.float64),
-            state_bf16=c.state_dtype == "bf16")
-        if c.Qr:
-            rc.correction = self.corr().astype(np.float64)
-            rc.key_gate = self.kg().astype(np.float64)
-            rc.pending = self.pending().astype(np.int64)
-        return rc
 
 
 # =========================================================================================
@@ -879,9 +761,10 @@ def run_config(c: Config, device: str = "cpu", check_f64: bool = True, variant: 
     and with check_f64 both vs float64 as well. Returns a few measurements."""
     variant = variant or c.variant
     rng = np.random.default_rng(c.seed)
-    layer = Layer(c.H, W=W, conv_bias=c.bias, lower_bound=c.lb, f_b=c.f_b, conv_weight_bf16=c.conv_w_bf16,
-                  seed=c.seed, a_log_range=c.a_log_range)
-    hp = HostPool.create(c, rng)
+    qk_scale = tiny_qk_scale(c.tiny_qk) if c.tiny_qk else 1.0
+    layer = Layer(c.H, W=c.W, conv_bias=c.bias, lower_bound=c.lb, f_b=c.f_b, conv_weight_bf16=c.conv_w_bf16,
+                  eps=c.eps, seed=c.seed, a_log_range=c.a_log_range, qk_scale=qk_scale)
+    hp = HostPool.create(c, rng, qk_scale=qk_scale)
     rc = hp.to_ref() if (check_f64 or device == "cpu") else None
     cpu = Side(Device("cpu"), c, layer, hp, "auto")
     other = Side(Device(device), c, layer, hp.copy(), variant) if device != "cpu" else None
@@ -911,7 +794,8 @@ def run_config(c: Config, device: str = "cpu", check_f64: bool = True, variant: 
         rows = op.B * op.q
         inp = None
         if op.kind not in ("commit", "flush"):
-            inp = Inputs(layer, rows, gate_mode=c.gate, pitch_extra=op.pitch_extra, seed=op.seed, align=c.align)
+            inp = Inputs(layer, rows, gate_mode=c.gate, pitch_extra=op.pitch_extra, seed=op.seed, align=c.align,
+                         qk_scale=qk_scale)
         out_full = np.full((rows, c.D + op.out_extra), POISON, np.uint16)
         cb = cpu.host_pool()
         c_out, cst = cpu.run(op, inp, out_full.copy())
@@ -928,6 +812,11 @@ def run_config(c: Config, device: str = "cpu", check_f64: bool = True, variant: 
                                out_slots=op.out_slots, record_rows=op.record_rows, null_slot=c.null_slot,
                                gate_mode=c.gate)
             stats["errors"] += int(res.flags != 0)
+            if c.tiny_qk and res.qk_sumsq is not None:
+                rms = np.sqrt(np.array(res.qk_sumsq) / K)
+                if not (c.tiny_qk / 5 < rms[1] < c.tiny_qk * 5):
+                    raise Mismatch(f"{what}: the tiny-q/k configuration has post-conv q/k rms {rms[0]:.1e} .. "
+                                   f"{rms[1]:.1e}, not about {c.tiny_qk:g} (fix the fuzzer)")
             compare_vs_ref(c, cb, ca, rc, res, c_out, op.q, n, cst, what + " [cpu vs float64]",
                            *_continued(c, layer, inp, op, rc_pre, res, ca))
         if other is not None:
@@ -947,12 +836,45 @@ def run_config(c: Config, device: str = "cpu", check_f64: bool = True, variant: 
 # =========================================================================================
 # command line
 # =========================================================================================
+def _interactive(out) -> bool:
+    """Progress lines only for a person watching: `out` is a terminal and this is not CI."""
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("CI")
+
+
+class Progress:
+    """One line per chunk (a twentieth of the run, or 10 s, whichever comes first) with the
+    elapsed time and an estimate of the time left; silent when not interactive."""
+
+    def __init__(self, total: int, out, max_seconds: float = 0.0):
+        self.total, self.out, self.max_seconds = total, out, max_seconds
+        self.on = _interactive(out) and total > 1
+        self.t0 = self.last = time.time()
+        self.step = max(1, total // 20)
+
+    def update(self, done: int, mismatches: int):
+        if not self.on or done >= self.total:
+            return
+        now = time.time()
+        if done % self.step and now - self.last < 10:
+            return
+        self.last = now
+        el = now - self.t0
+        eta = el / done * (self.total - done)
+        if self.max_seconds:
+            eta = min(eta, max(self.max_seconds - el, 0.0))
+        print(f"fuzz: {done}/{self.total} configs ({100 * done // self.total}%), {mismatches} mismatches, "
+              f"{el:.0f} s elapsed, about {eta:.0f} s left", file=self.out, flush=True)
+
+
 def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_seconds: float = 0.0,
          verbose: bool = False, out=sys.stdout, first_index: int = 0, max_failures: int = 20):
     """Runs `configs` configurations; returns (ran, mismatches, failures [(index, message)]).
     Stops early after `max_seconds` or `max_failures` mismatches (a CUDA fault poisons the
-    context: every later configuration would fail too)."""
+    context: every later configuration would fail too). On a terminal (not in CI) it prints a
+    progress line per chunk."""
     t0 = time.time()
+    progress = Progress(configs, out, max_seconds)
     failures = []
     ran = 0
     refused = 0
@@ -991,6 +913,7 @@ def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_
                 traceback.print_exc(file=out)
         ran += 1
         per_variant[v] = per_variant.get(v, 0) + 1
+        progress.update(ran, len(failures))
         if verbose and ran % 100 == 0:
             print(f"  ... {ran} configs, {len(failures)} mismatches, {time.time() - t0:.1f} s", file=out)
     dt = time.time() - t0

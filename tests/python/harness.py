@@ -6,6 +6,7 @@ tensors. bf16 data are uint16 bit patterns.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -40,7 +41,8 @@ class Layer:
 
     def __init__(self, H: int, *, W: int = 4, conv_bias: bool = True, lower_bound: Optional[float] = None,
                  f_b: bool = True, conv_weight_bf16: bool = False, eps: float = 1e-5, seed: int = 0,
-                 a_log_range=(-1.0, 1.0)):
+                 a_log_range=(-1.0, 1.0), qk_scale: float = 1.0):
+        """qk_scale multiplies the conv bias of the q and k channels (tiny post-conv q and k)."""
         rng = np.random.default_rng(seed)
         self.H, self.W, self.D = H, W, H * K
         D = self.D
@@ -52,6 +54,8 @@ class Layer:
             self.conv_weight = cw
             cw64 = cw[:, 0, :].astype(np.float64)
         self.conv_bias = rng.normal(0.0, 0.2, size=3 * D).astype(np.float32) if conv_bias else None
+        if self.conv_bias is not None:
+            self.conv_bias[:2 * D] *= np.float32(qk_scale)
         self.f_b_weight = bf16(rng.normal(0.0, 1.0 / np.sqrt(R), size=(D, R))) if f_b else None
         self.A_log = rng.uniform(*a_log_range, size=H).astype(np.float32)
         self.dt_bias = rng.normal(0.0, 0.5, size=D).astype(np.float32)
@@ -80,70 +84,202 @@ class Layer:
 
 
 # ---------------------------------------------------------------------------------------
-# cache pool
+# cache pools: the one builder of the suite (harness.Pool and the fuzzer's pools)
 # ---------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class PoolSpec:
+    """Shapes, dtypes and strides of a cache pool. Each cache is one full 2-D buffer [tiles,
+    row]: a tile is a slot (windows, states) or a records row, followed by `*_pad` elements of
+    padding. The fuzzer's Config has the same attributes and is used in its place."""
+
+    H: int
+    n: int  # slots
+    window: int
+    layout: str = "ds"  # conv windows: "ds" [n, 3D, window] or "sd" [n, window, 3D]
+    conv_dtype: str = "bf16"
+    state_dtype: str = "f32"
+    Qr: int = 0  # 0: no records
+    rows_r: int = 0
+    conv_pad: int = 0
+    state_pad: int = 0
+    rec_pad: int = 0
+    pending_stride: int = 1
+
+    @property
+    def D(self) -> int:
+        return self.H * K
+
+
+class Geometry:
+    """Shapes and element strides of the cache views over the full buffers."""
+
+    def __init__(self, c):
+        self.c = c
+        D = c.D
+        self.conv_row = 3 * D * c.window + c.conv_pad
+        self.state_row = c.H * K * K + c.state_pad
+        self.corr_row = c.H * c.Qr * K + c.rec_pad
+        self.kg_row = c.H * c.Qr * 2 * K + c.rec_pad
+
+    def conv(self):
+        c = self.c
+        if c.layout == "ds":
+            return (c.n, 3 * c.D, c.window), (self.conv_row, c.window, 1)
+        return (c.n, c.window, 3 * c.D), (self.conv_row, 3 * c.D, 1)
+
+    def state(self):
+        c = self.c
+        return (c.n, c.H, K, K), (self.state_row, K * K, K, 1)
+
+    def corr(self):
+        c = self.c
+        return (c.rows_r, c.H, c.Qr, K), (self.corr_row, c.Qr * K, K, 1)
+
+    def kg(self):
+        c = self.c
+        return (c.rows_r, c.H, c.Qr, 2 * K), (self.kg_row, c.Qr * 2 * K, 2 * K, 1)
+
+    def pending(self):
+        return (self.c.rows_r,), (self.c.pending_stride,)
+
+
+def np_view(full: np.ndarray, shape, strides) -> np.ndarray:
+    es = full.itemsize
+    return np.lib.stride_tricks.as_strided(full, shape=shape, strides=tuple(s * es for s in strides))
+
+
+BUFFERS = ("conv", "state", "corr", "kg", "pend")
+
+
+class HostPool:
+    """The caches as numpy full buffers (`b`: conv, state, corr, kg, pend) and their views.
+    The views are plain slices of the buffers (their .base leads to the contiguous buffer, so
+    a device copy can keep the strides)."""
+
+    def __init__(self, c, bufs: dict):
+        self.c, self.g, self.b = c, Geometry(c), bufs
+
+    @staticmethod
+    def create(c, rng, dist: str = "uniform", qk_scale: float = 1.0) -> "HostPool":
+        """Random caches; slot / row padding holds random bits (NaN patterns included).
+        dist: "uniform" (windows, states and records uniform with the standard deviations
+        below) or "normal". qk_scale multiplies the q and k channels of every window (the
+        extreme-input class: tiny post-conv q and k)."""
+        g = Geometry(c)
+        D = c.D
+
+        def full(rows, row_len, logical_len, dtype):
+            a = np.empty((rows, row_len), dtype)
+            if row_len > logical_len:
+                a.view(np.uint16 if a.itemsize == 2 else np.uint32)[:, logical_len:] = rng.integers(
+                    0, 1 << (8 * a.itemsize), size=(rows, row_len - logical_len), dtype=np.uint64)
+            return a
+
+        def values(shape, scale):
+            if dist == "normal":
+                return rng.normal(0.0, scale, size=shape).astype(np.float32)
+            # uniform in [-scale·√3, scale·√3): standard deviation `scale`
+            return (rng.random(shape, dtype=np.float32) - np.float32(0.5)) * np.float32(scale * 2 * 3 ** 0.5)
+
+        def as_bf16(v):
+            return bf16(v) if dist == "normal" else v.view(np.uint32) >> 16  # truncated fp32 values
+
+        cdt = np.uint16 if c.conv_dtype == "bf16" else np.float32
+        sdt = np.uint16 if c.state_dtype == "bf16" else np.float32
+        b = {"conv": full(c.n, g.conv_row, 3 * D * c.window, cdt), "state": full(c.n, g.state_row, c.H * K * K, sdt)}
+        p = HostPool(c, b)
+        shape = (c.n, 3 * D, c.window)
+        win = values(shape, 1.0)
+        win[:, :2 * D] *= np.float32(qk_scale)
+        p.conv_logical()[...] = as_bf16(win) if cdt == np.uint16 else win
+        shape = (c.n, c.H, K, K)
+        st = values(shape, 0.5)
+        p.state()[...] = as_bf16(st) if sdt == np.uint16 else st
+        if c.Qr:
+            b["corr"] = full(c.rows_r, g.corr_row, c.H * c.Qr * K, np.float32)
+            b["kg"] = full(c.rows_r, g.kg_row, c.H * c.Qr * 2 * K, np.float32)
+            b["pend"] = np.full((c.rows_r, c.pending_stride), 777, np.int32)
+            p.corr()[...] = values((c.rows_r, c.H, c.Qr, K), 0.3)
+            kg = values((c.rows_r, c.H, c.Qr, 2 * K), 0.1)
+            kg[..., K:] = -np.abs(kg[..., K:])  # activated gates are <= 0
+            p.kg()[...] = kg
+            p.pending()[...] = 0
+        return p
+
+    def copy(self) -> "HostPool":
+        return HostPool(self.c, {k: v.copy() for k, v in self.b.items()})
+
+    # views (writable, over the full buffers)
+    def conv(self):
+        c = self.c
+        v = self.b["conv"][:, :3 * c.D * c.window]
+        return v.reshape(c.n, 3 * c.D, c.window) if c.layout == "ds" else v.reshape(c.n, c.window, 3 * c.D)
+
+    def conv_logical(self):
+        v = self.conv()
+        return v if self.c.layout == "ds" else v.transpose(0, 2, 1)
+
+    def state(self):
+        c = self.c
+        return self.b["state"][:, :c.H * K * K].reshape(c.n, c.H, K, K)
+
+    def corr(self):
+        c = self.c
+        return self.b["corr"][:, :c.H * c.Qr * K].reshape(c.rows_r, c.H, c.Qr, K)
+
+    def kg(self):
+        c = self.c
+        return self.b["kg"][:, :c.H * c.Qr * 2 * K].reshape(c.rows_r, c.H, c.Qr, 2 * K)
+
+    def pending(self):
+        return self.b["pend"][:, 0]
+
+    def caches(self):
+        import kda_decode as kd
+
+        if self.c.Qr:
+            return kd.Caches(self.conv(), self.state(), self.corr(), self.kg(), self.pending())
+        return kd.Caches(self.conv(), self.state())
+
+    def to_ref(self) -> ref.RefCaches:
+        c = self.c
+        conv = self.conv_logical()
+        rc = ref.RefCaches(
+            conv=f64(conv) if c.conv_dtype == "bf16" else conv.astype(np.float64),
+            state=f64(self.state()) if c.state_dtype == "bf16" else self.state().astype(np.float64),
+            state_bf16=c.state_dtype == "bf16")
+        if c.Qr:
+            rc.correction = self.corr().astype(np.float64)
+            rc.key_gate = self.kg().astype(np.float64)
+            rc.pending = self.pending().astype(np.int64)
+        return rc
+
+
 class Pool:
-    """Cache pools (numpy, the layout under test) and their float64 mirror.
+    """Cache pools (numpy, the layout under test) and their float64 mirror, for the property
+    tests: a HostPool with normally distributed values.
 
     conv: DS [n, 3D, window] or SD [n, window, 3D], bf16 or fp32, slot stride padded by
     ``slot_pad`` elements; state [n, H, V, K] fp32 or bf16, slot stride padded likewise;
     records [rows_r, H, Qr, ·] fp32 and pending [rows_r] int32 when ``records`` = (rows_r, Qr).
+    ``qk_scale`` multiplies the q and k channels of every window (tiny post-conv q and k).
     """
 
     def __init__(self, layer: Layer, n: int, window: int, *, conv_dtype: str = "bf16", layout: str = "ds",
-                 state_dtype: str = "f32", records: Optional[tuple] = None, slot_pad: int = 0, seed: int = 1):
-        rng = np.random.default_rng(seed)
-        H, D = layer.H, layer.D
+                 state_dtype: str = "f32", records: Optional[tuple] = None, slot_pad: int = 0, seed: int = 1,
+                 qk_scale: float = 1.0):
+        rows_r, Qr = records if records is not None else (0, 0)
+        self.spec = PoolSpec(H=layer.H, n=n, window=window, layout=layout, conv_dtype=conv_dtype,
+                             state_dtype=state_dtype, Qr=Qr, rows_r=rows_r, conv_pad=slot_pad, state_pad=slot_pad)
+        self.host = HostPool.create(self.spec, np.random.default_rng(seed), dist="normal", qk_scale=qk_scale)
         self.n, self.window, self.layout = n, window, layout
         self.conv_dtype, self.state_dtype = conv_dtype, state_dtype
-        per = 3 * D * window
-        logical = rng.normal(0.0, 1.0, size=(n, 3 * D, window))
-        if conv_dtype == "bf16":
-            conv_full = np.zeros((n, per + slot_pad), np.uint16)
-            vals = bf16(logical)
-            conv_ref = f64(vals)
-        else:
-            conv_full = np.zeros((n, per + slot_pad), np.float32)
-            vals = logical.astype(np.float32)
-            conv_ref = vals.astype(np.float64)
-        if slot_pad:
-            conv_full[:, per:] = 0x5A5A if conv_dtype == "bf16" else 7.0
-        if layout == "ds":
-            self.conv = conv_full[:, :per].reshape(n, 3 * D, window)
-            self.conv[...] = vals
-        else:
-            self.conv = conv_full[:, :per].reshape(n, window, 3 * D)
-            self.conv[...] = vals.transpose(0, 2, 1)
-        self._conv_full = conv_full
-
-        hs = H * K * K
-        st = rng.normal(0.0, 0.5, size=(n, H, K, K))
-        if state_dtype == "bf16":
-            state_full = np.full((n, hs + slot_pad), 0x3F80, np.uint16)
-            self.state = state_full[:, :hs].reshape(n, H, K, K)
-            self.state[...] = bf16(st)
-            st_ref = f64(self.state)
-        else:
-            state_full = np.full((n, hs + slot_pad), 3.0, np.float32)
-            self.state = state_full[:, :hs].reshape(n, H, K, K)
-            self.state[...] = st.astype(np.float32)
-            st_ref = self.state.astype(np.float64)
-        self._state_full = state_full
-
+        self.conv = self.host.conv()
+        self.state = self.host.state()
         self.correction = self.key_gate = self.pending = None
-        corr_ref = kg_ref = pend_ref = None
         if records is not None:
-            rows_r, Qr = records
-            self.correction = rng.normal(0.0, 0.3, size=(rows_r, H, Qr, K)).astype(np.float32)
-            kg = rng.normal(0.0, 0.1, size=(rows_r, H, Qr, 2 * K))
-            kg[..., K:] = -np.abs(kg[..., K:])  # activated gates are <= 0
-            self.key_gate = kg.astype(np.float32)
-            self.pending = np.zeros(rows_r, np.int32)
-            corr_ref = self.correction.astype(np.float64)
-            kg_ref = self.key_gate.astype(np.float64)
-            pend_ref = self.pending.astype(np.int64)
-        self.ref = ref.RefCaches(conv=conv_ref, state=st_ref, correction=corr_ref, key_gate=kg_ref,
-                                 pending=pend_ref, state_bf16=state_dtype == "bf16")
+            self.correction, self.key_gate, self.pending = self.host.corr(), self.host.kg(), self.host.pending()
+        self.ref = self.host.to_ref()
 
     def caches(self):
         import kda_decode as kd
@@ -185,16 +321,20 @@ class Inputs:
     """One step's inputs: the packed projection (with padding garbage) and float64 views."""
 
     def __init__(self, layer: Layer, rows: int, *, gate_mode: int = 0, pitch_extra: int = 0, seed: int = 2,
-                 scale: float = 1.0, z_scale: float = 1.0, beta_scale: float = 1.0, align: int = 1):
+                 scale: float = 1.0, z_scale: float = 1.0, beta_scale: float = 1.0, align: int = 1,
+                 qk_scale: float = 1.0):
         """align: round the pitch up to a multiple of `align` elements (8 = 16-byte rows, which
-        the Stream variant needs; otherwise it falls back to Wide)."""
+        the Stream variant needs; otherwise it falls back to Wide). qk_scale multiplies the q
+        and k columns (tiny post-conv q and k)."""
         rng = np.random.default_rng(seed)
         H, D = layer.H, layer.D
         self.gate_cols = D if gate_mode == 2 else R
         self.min_pitch = 4 * D + self.gate_cols + H
         self.pitch = -(-(self.min_pitch + pitch_extra) // align) * align
         pitch_extra = self.pitch - self.min_pitch
-        qkv = bf16(rng.normal(0.0, scale, size=(rows, 3 * D)))
+        x = rng.normal(0.0, scale, size=(rows, 3 * D))
+        x[:, :2 * D] *= qk_scale
+        qkv = bf16(x)
         og = bf16(rng.normal(0.0, 1.0, size=(rows, D)))
         if gate_mode == 2:
             gin = bf16(rng.normal(0.0, z_scale, size=(rows, D)))
@@ -229,6 +369,19 @@ class Inputs:
             v[...] = a
             out[name] = v
         return out
+
+
+def tiny_qk_scale(post_conv: float) -> float:
+    """The scale of the pre-conv q / k inputs, windows and conv bias that gives post-conv q and
+    k of about `post_conv` per element (the extreme-input class, where the l2 norm's 1e-6
+    matters): with conv taps N(0, 0.5) the conv output has a standard deviation of about
+    0.5·√W·s, and SiLU(a) ≈ a / 2 near 0."""
+    return 2.0 * post_conv
+
+
+def draw_eps(rng) -> float:
+    """An RMSNorm epsilon, log-uniform in [1e-6, 1e-2]."""
+    return float(10.0 ** rng.uniform(-6.0, -2.0))
 
 
 def strided_table(ids: np.ndarray, *, extra_cols: int = 3, col0: int = 1, fill: int = 12345) -> np.ndarray:

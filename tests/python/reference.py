@@ -154,6 +154,9 @@ class StepResult:
     flags: int
     first: int  # lowest offending request, -1 when none
     pads: list  # request indices treated as pads (including errors)
+    # smallest and largest Σ y² of the post-conv q and k vectors over the run requests (lets a
+    # test confirm that its inputs reach the regime it is meant to cover); None when none ran
+    qk_sumsq: Optional[tuple] = None
 
 
 def _is_pad(i, null_slot):
@@ -188,6 +191,7 @@ def step(layer: RefLayer, inputs: dict, caches: RefCaches, *, mode: str, q: int,
     cols = 1 if slots.ndim == 1 else slots.shape[1]
     out = np.zeros((rows, D))
     flags, first, pads = 0, -1, []
+    sumsq = []
     caches.clear_written()
 
     for b in range(B):
@@ -229,7 +233,7 @@ def step(layer: RefLayer, inputs: dict, caches: RefCaches, *, mode: str, q: int,
                 f |= ROW_RANGE
             if mode == "fused" and row_ok:
                 pend = int(caches.pending[row])
-                if pend not in (0, acc) or pend > Qr or pend < 0:
+                if pend > Qr or pend < 0:  # any count up to Qr (SPEC §4)
                     f |= PENDING
         else:
             raise ValueError(mode)
@@ -239,12 +243,13 @@ def step(layer: RefLayer, inputs: dict, caches: RefCaches, *, mode: str, q: int,
             pads.append(b)
             continue
         out[b * q:(b + 1) * q] = _run_request(layer, inputs, caches, mode, q, b, slots, acc, s0, win_out, st_in,
-                                              st_out, row, pend, null_slot, gate_mode)
-    return StepResult(out, flags, first, pads)
+                                              st_out, row, pend, null_slot, gate_mode, sumsq)
+    qk = (min(s[0] for s in sumsq), max(s[1] for s in sumsq)) if sumsq else None
+    return StepResult(out, flags, first, pads, qk)
 
 
 def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out, st_in, st_out, row, pend, null_slot,
-                 gate_mode):
+                 gate_mode, sumsq):
     H, W, D = layer.H, layer.W, layer.D
     off = acc - 1
     r0 = b * q
@@ -262,6 +267,8 @@ def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out,
     yq = y[:, :D].reshape(q, H, K)
     yk = y[:, D:2 * D].reshape(q, H, K)
     yv = y[:, 2 * D:].reshape(q, H, K)
+    ss = np.concatenate([np.sum(yq * yq, axis=-1).ravel(), np.sum(yk * yk, axis=-1).ravel()])
+    sumsq.append((float(ss.min()), float(ss.max())))
     qn = l2norm(yq) * K ** -0.5
     kn = l2norm(yk)
     gin = inputs["gate_in"][r0:r0 + q]

@@ -10,8 +10,11 @@ Tolerances (backend vs backend, ref = the CPU backend's result):
   GPU too; pad rows exactly zero; identical status flags and first request.
 
 The matrix samples H ∈ {1, 3, 12, 32, 96}, B ∈ {1, 2, 7, 64, 300}, q ∈ {1, 2, 4, 8}
-for each forced variant ('split', 'wide', 'stream', 'auto') and each step kind, keeping pools small
-(the CPU backend is the slow side).
+for each forced variant ('split', 'wide', 'stream', 'ws', 'auto') and each step kind, with an
+RMSNorm epsilon drawn from [1e-6, 1e-2] and, in about one case in six, tiny post-conv q and k
+(about 1e-3 or 1e-4 per element, where the l2 norm's epsilon matters), keeping pools small (the
+CPU backend is the slow side). The CUDA kernels take W = 4 conv taps; another W either runs
+within the same bounds or is refused at prepare naming W (test_conv_width_other_than_4).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import pytest
 import kda_decode as kd
 
 import harness
-from harness import Layer, Pool, bits_of, f64, strided_table
+from harness import Layer, Pool, bits_of, draw_eps, f64, strided_table, tiny_qk_scale
 
 # 16-byte aligned rows everywhere, so that a forced 'stream' really runs the Stream kernel
 Inputs = functools.partial(harness.Inputs, align=8)
@@ -254,16 +257,17 @@ def _sample_matrix(seed=2024):
             cases.append(dict(variant=variant, kind=kind, H=H, B=B, q=q,
                               lb=[None, -5.0][int(rng.integers(2))], layout=["ds", "sd"][int(rng.integers(2))],
                               state=["f32", "bf16"][int(rng.integers(4)) == 0], conv=["bf16", "f32"][int(rng.integers(2))],
-                              bias=bool(rng.integers(2)), seed=int(rng.integers(1 << 20))))
+                              bias=bool(rng.integers(2)), seed=int(rng.integers(1 << 20)),
+                              eps=draw_eps(rng), tiny=[0.0, 0.0, 0.0, 0.0, 1e-3, 1e-4][int(rng.integers(6))]))
     # make sure every H and every B of the lists is exercised at least once
     seen_h = {c["H"] for c in cases}
     seen_b = {c["B"] for c in cases}
     for i, H in enumerate(h for h in HS if h not in seen_h):
         cases.append(dict(variant="auto", kind="decode", H=H, B=2, q=1, lb=None, layout="sd", state="f32",
-                          conv="bf16", bias=True, seed=100 + i))
+                          conv="bf16", bias=True, seed=100 + i, eps=1e-5, tiny=0.0))
     for i, B in enumerate(b for b in BS if b not in seen_b):
         cases.append(dict(variant="auto", kind="decode", H=1, B=B, q=1, lb=-5.0, layout="ds", state="f32",
-                          conv="bf16", bias=False, seed=200 + i))
+                          conv="bf16", bias=False, seed=200 + i, eps=1e-5, tiny=0.0))
     return cases
 
 
@@ -272,7 +276,7 @@ MATRIX = _sample_matrix()
 
 def _id(c):
     return f"{c['variant']}-{c['kind']}-H{c['H']}-B{c['B']}-q{c['q']}-{c['layout']}-{c['state']}-{c['conv']}" + \
-        ("-lb" if c["lb"] is not None else "")
+        ("-lb" if c["lb"] is not None else "") + f"-eps{c['eps']:.0e}" + (f"-tiny{c['tiny']:g}" if c["tiny"] else "")
 
 
 def _policy(c, mode, B, q):
@@ -285,14 +289,16 @@ def _policy(c, mode, B, q):
 def test_matrix(c):
     rng = np.random.default_rng(c["seed"])
     H, B, q, kind = c["H"], c["B"], c["q"], c["kind"]
-    layer = Layer(H, conv_bias=c["bias"], lower_bound=c["lb"], seed=c["seed"])
+    s_qk = tiny_qk_scale(c["tiny"]) if c["tiny"] else 1.0
+    layer = Layer(H, conv_bias=c["bias"], lower_bound=c["lb"], seed=c["seed"], eps=c["eps"], qk_scale=s_qk)
+    make_inputs = functools.partial(Inputs, qk_scale=s_qk)
     n = _slots_needed(kind, B, q)
     records = None
     if kind not in ("decode", "decode_out_slots", "per_token"):
         records = (n, q)
     window = W - 2 + q + (1 if q > 1 else 0)
     pool = Pool(layer, n, window, conv_dtype=c["conv"], layout=c["layout"], state_dtype=c["state"],
-                records=records, slot_pad=8 * int(rng.integers(0, 2)), seed=c["seed"] + 1)
+                records=records, slot_pad=8 * int(rng.integers(0, 2)), seed=c["seed"] + 1, qk_scale=s_qk)
     mode = {"decode": "decode", "decode_out_slots": "decode", "per_token": "per_token"}.get(kind, "record")
     pol = _policy(c, mode, B, q)
     if kind.startswith("fused"):
@@ -304,11 +310,11 @@ def test_matrix(c):
         slots = ids[:B].copy()
         slots[rng.random(B) < 0.1] = -1  # a few pads
         for s in range(2):
-            tw.run(Inputs(layer, B, seed=s), slots=strided_table(slots))
+            tw.run(make_inputs(layer, B, seed=s), slots=strided_table(slots))
     elif kind == "decode_out_slots":
         a, b = ids[:B], ids[B:2 * B]
         for s in range(2):
-            tw.run(Inputs(layer, B, seed=s), slots=a, out_slots=strided_table(b))
+            tw.run(make_inputs(layer, B, seed=s), slots=a, out_slots=strided_table(b))
             a, b = b, a
     elif kind == "per_token":
         tbl = ids[:B * q].reshape(B, q).copy()
@@ -318,11 +324,11 @@ def test_matrix(c):
                 t = int(rng.integers(1, q))
                 if t != acc[b] - 1:
                     tbl[b, t] = -1
-        tw.run(Inputs(layer, B * q, seed=1), slots=strided_table(tbl), q=q, accepted=acc, mode="per_token")
+        tw.run(make_inputs(layer, B * q, seed=1), slots=strided_table(tbl), q=q, accepted=acc, mode="per_token")
     else:
         slots = ids[:B].copy()
         rows = rng.permutation(np.arange(1, n)).astype(np.int32)[:B]
-        tw.run(Inputs(layer, B * q, seed=1), slots=slots, q=q, record_rows=rows, mode="record")
+        tw.run(make_inputs(layer, B * q, seed=1), slots=slots, q=q, record_rows=rows, mode="record")
         acc = rng.integers(1, min(window - W + 2, q) + 1, size=B).astype(np.int32)
         if kind == "record_commit":
             counts = rng.integers(0, q + 1, size=B).astype(np.int32)
@@ -332,7 +338,7 @@ def test_matrix(c):
             tw.flush(slots, rows)
         else:
             tw.set_pending(rows, acc if kind == "fused_acc" else np.zeros(B, np.int32))
-            tw.run(Inputs(layer, B * q, seed=2), slots=strided_table(slots), q=q, accepted=acc,
+            tw.run(make_inputs(layer, B * q, seed=2), slots=strided_table(slots), q=q, accepted=acc,
                    record_rows=rows, mode="fused")
 
 
@@ -351,7 +357,8 @@ def test_gpu_vs_float64(variant, mode):
     rng = np.random.default_rng(zlib.crc32(f"{variant}-{mode}".encode()))
     H, B = 3, 5
     q = 1 if mode == "decode" else 3
-    layer = Layer(H, conv_bias=True, lower_bound=-5.0 if mode in ("decode", "record") else None, seed=17)
+    eps = {"decode": 1e-2, "per_token": 1e-6, "record": 3e-4, "fused": 2e-3}[mode]
+    layer = Layer(H, conv_bias=True, lower_bound=-5.0 if mode in ("decode", "record") else None, seed=17, eps=eps)
     n = B * q + 2
     window = W - 2 + q
     pool = Pool(layer, n, window, layout="ds", records=(n, q) if mode in ("record", "fused") else None, seed=18)
@@ -565,6 +572,123 @@ def test_cuda_graph_capture_and_replay(variant, mode):
         compare_out(host(g_out), c_out)
         tw.n_ops += 1
         tw.compare_caches(c_before, g_before)
+
+
+# ---------------------------------------------------------------------------------------
+# what the contract varies: conv width, tiny post-conv q and k; devices
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["auto", "wide", "ws"])
+@pytest.mark.parametrize("taps", [2, 3, 5])
+def test_conv_width_other_than_4(taps, variant):
+    """SPEC §1: the CPU backend takes any W >= 2, the GPU kernels may require W = 4. On CUDA a
+    layer with another W either runs within the SPEC §8 bounds (against the CPU backend) or is
+    refused at prepare — and at the first use of a key that was not prepared — with a message
+    naming W; nothing is written then."""
+    H, B, q = 3, 4, 2
+    layer = Layer(H, W=taps, eps=3e-3, seed=40 + taps)
+    n = B * q + 2
+    window = taps - 2 + q + 1
+    pool = Pool(layer, n, window, records=(n, q), seed=41)
+    pol = {("fused", B, q): kd.Policy(variant=variant), ("decode", B, 1): kd.Policy(variant=variant)}
+    g = layer.prepared(put, conv_dim_first=True, policies=pol)
+    caches = kd.Caches(cuda_like(pool.conv, bf16=True), cuda_like(pool.state), cuda_like(pool.correction),
+                       cuda_like(pool.key_gate), cuda_like(pool.pending))
+    try:
+        g.prepare(caches)
+    except ValueError as e:
+        assert f"W = {taps}" in str(e), f"the refusal does not name the layer's W: {e}"
+        before = {k: host(v) for k, v in (("conv", caches.conv_state), ("state", caches.state))}
+        unprepared = layer.prepared(put, conv_dim_first=True)
+        out = torch.zeros(B, layer.D, dtype=torch.bfloat16, device="cuda")
+        with pytest.raises(ValueError, match=f"W = {taps}"):
+            unprepared.run(cuda_like(Inputs(layer, B).projected, bf16=True), out, caches,
+                           torch.arange(1, 1 + B, dtype=torch.int32, device="cuda"))
+        torch.cuda.synchronize()
+        assert np.array_equal(bits_of(before["conv"]), bits_of(host(caches.conv_state)))
+        assert np.array_equal(bits_of(before["state"]), bits_of(host(caches.state)))
+        assert (host(out) == 0).all()
+        return
+    # the kernels take this W: then they must meet the bounds every W = 4 case meets
+    tw = Twin(layer, pool, layout="ds", policies=pol)
+    slots = np.arange(1, 1 + B, dtype=np.int32)
+    tw.run(Inputs(layer, B, seed=1), slots=slots, accepted=np.array([1, 2, 1, 2], np.int32))
+    tw.run(Inputs(layer, B * q, seed=2), slots=slots, q=q, mode="record")
+    tw.set_pending(slots, np.array([1, 2, 2, 1], np.int32))
+    tw.run(Inputs(layer, B * q, seed=3), slots=slots, q=q, accepted=np.array([1, 2, 2, 1], np.int32), mode="fused")
+
+
+@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
+@pytest.mark.parametrize("tiny", [1e-3, 1e-4])
+def test_tiny_post_conv_q_and_k(tiny, variant):
+    """Post-conv q and k of about 1e-3 / 1e-4 per element (Σy² near the l2 norm's 1e-6): decode,
+    per_token and fused against the CPU backend, and the decode step against float64."""
+    import reference as ref
+    from harness import check_out, check_rel
+
+    H, B, q = 3, 5, 3
+    s_qk = tiny_qk_scale(tiny)
+    layer = Layer(H, conv_bias=True, eps=1e-4, seed=43, qk_scale=s_qk)
+    n = B * q + 2
+    pool = Pool(layer, n, W - 2 + q, records=(n, q), seed=44, qk_scale=s_qk)
+    modes = ("decode", "per_token", "record", "fused")
+    tw = Twin(layer, pool, layout="ds", policies={(m, B, 1 if m == "decode" else q): kd.Policy(variant=variant)
+                                                  for m in modes})
+    mk = functools.partial(Inputs, qk_scale=s_qk)
+    slots = np.arange(1, 1 + B, dtype=np.int32)
+    inp = mk(layer, B, seed=1)
+    _, g_out, _ = tw.run(inp, slots=slots)
+    res = ref.step(layer.ref, inp.ref, pool.ref, mode="decode", q=1, slots=slots)
+    rms = np.sqrt(np.array(res.qk_sumsq) / ref.K)
+    assert tiny / 5 < rms[1] < tiny * 5, f"post-conv q/k rms {rms}, meant to be about {tiny}"
+    check_out(g_out, res.out, res.pads, 1, what=f"{variant} tiny q/k decode out vs float64")
+    check_rel(host(tw.g_state)[slots], pool.ref.state[slots], 1e-5, f"{variant} tiny q/k decode state vs float64")
+    tbl = np.arange(1, 1 + B * q, dtype=np.int32).reshape(B, q)
+    tw.run(mk(layer, B * q, seed=2), slots=tbl, q=q, accepted=np.array([1, 2, 3, 1, 2], np.int32), mode="per_token")
+    tw.run(mk(layer, B * q, seed=3), slots=slots, q=q, mode="record")
+    acc = np.array([2, 1, 3, 3, 1], np.int32)
+    tw.set_pending(slots, acc)
+    tw.run(mk(layer, B * q, seed=4), slots=slots, q=q, accepted=acc, mode="fused")
+
+
+def test_cpu_weights_with_cuda_caches_rejected():
+    """A layer built from CPU weights refuses caches in GPU memory at prepare (and in run),
+    naming the cache and both devices; a GPU layer refuses host caches the same way."""
+    layer = Layer(2, seed=45)
+    pool = Pool(layer, 4, 3, records=(4, 2))
+    g_caches = kd.Caches(cuda_like(pool.conv, bf16=True), cuda_like(pool.state), cuda_like(pool.correction),
+                         cuda_like(pool.key_gate), cuda_like(pool.pending))
+    cpu = layer.prepared(conv_dim_first=True)
+    with pytest.raises(ValueError, match=r"conv_state: expected device cpu.*cuda:0"):
+        cpu.prepare(g_caches)
+    mixed = kd.Caches(pool.conv, cuda_like(pool.state))
+    with pytest.raises(ValueError, match=r"state: expected device cpu.*cuda:0"):
+        cpu.prepare(mixed)
+    with pytest.raises(ValueError, match="conv_state"):
+        cpu.run(Inputs(layer, 2).projected, np.zeros((2, layer.D), np.uint16), g_caches, np.array([1, 2], np.int32))
+    gpu = layer.prepared(put, conv_dim_first=True)
+    with pytest.raises(ValueError, match=r"conv_state: expected device cuda:0.*cpu"):
+        gpu.prepare(pool.caches())
+    assert cpu.status().ok
+
+
+def test_two_devices():
+    """Weights and caches on the second GPU run there (against the CPU backend); weights on one
+    GPU and caches on the other are refused at prepare naming both devices."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    H, B = 3, 4
+    layer = Layer(H, eps=2e-3, seed=46)
+    pool = Pool(layer, B + 3, 3, seed=47)
+    on0 = layer.prepared(put, conv_dim_first=True)  # weights on cuda:0
+    with torch.cuda.device(1):
+        caches1 = kd.Caches(cuda_like(pool.conv, bf16=True), cuda_like(pool.state))
+        with pytest.raises(ValueError, match=r"conv_state: expected device cuda:0.*cuda:1"):
+            on0.prepare(caches1)
+        tw = Twin(layer, pool, layout="ds")  # everything on cuda:1 (the current device)
+        assert tw.g_state.device == torch.device("cuda", 1)
+        slots = np.arange(1, 1 + B, dtype=np.int32)
+        tw.run(Inputs(layer, B, seed=1), slots=slots)
+        tw.run(Inputs(layer, B, seed=2), slots=slots)
 
 
 def test_cpu_layer_rejects_cuda_tensors():

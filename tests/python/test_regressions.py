@@ -20,7 +20,7 @@ import pytest
 import kda_decode as kd
 import reference as ref
 from fuzz import Config, Device, HostPool, Op, Side, compare_backends, run_config
-from harness import Inputs, Layer, bits_of, f64
+from harness import Inputs, Layer, bits_of, check_out, f64
 
 W = 4
 K = 128
@@ -625,11 +625,12 @@ def test_determinism_bitwise_every_step_kind_cuda(gpu, variant):
 # float64 (SPEC §8: report the drift, pass at <= 1e-3 relative)
 # =========================================================================================
 def long_trajectory(device: str, variant: str, decode_steps: int = 1000, rounds: int = 200):
-    """Returns {'decode': drift, 'record_commit': drift, 'fused': drift, 'out': worst out rel}."""
+    """Returns {'decode': drift, 'record_commit': drift, 'fused': drift, 'out': the worst out ratio
+    err / (2^-8·|ref| + 2e-3·max|ref|)}; every step's outputs are asserted within that bound."""
     dev = Device(device)
     q = 3
     c = Config(H=1, lb=None, n=4, window=W - 2 + q + 1, Qr=q + 1, seed=131)
-    layer = Layer(1, seed=131, a_log_range=(-4.0, -2.0))  # long memory: decays close to 1
+    layer = Layer(1, seed=131, a_log_range=(-4.0, -2.0), eps=5e-4)  # long memory: decays close to 1
     layer.dt_bias[...] -= 2.0
     layer.ref.dt_bias[...] = layer.dt_bias.astype(np.float64)
     hp = HostPool.create(c, np.random.default_rng(131))
@@ -638,6 +639,7 @@ def long_trajectory(device: str, variant: str, decode_steps: int = 1000, rounds:
     rng = np.random.default_rng(132)
     slots = i32(1, 2)
     worst_out = [0.0]
+    n_steps = [0]
 
     def drift():
         got = side.host_pool().state()[1:3].astype(np.float64)
@@ -659,8 +661,10 @@ def long_trajectory(device: str, variant: str, decode_steps: int = 1000, rounds:
             ref.commit(layer.ref, rc, op.slots, None, op.counts)
         else:
             res = ref.step(layer.ref, inp.ref, rc, mode=op.kind, q=op.q, slots=op.slots, accepted=op.accepted)
-            mx = np.abs(res.out).max()
-            worst_out[0] = max(worst_out[0], float(np.abs(f64(o) - res.out).max() / mx))
+            # every step's outputs within SPEC §8 (per element, vs the chained float64 reference)
+            worst_out[0] = max(worst_out[0], check_out(o, res.out, res.pads, op.q,
+                                                       what=f"{op.kind} step {n_steps[0]}: out"))
+        n_steps[0] += 1
 
     for s in range(decode_steps):
         step(Op("decode", 1, slots, seed=int(rng.integers(1 << 30))))
@@ -682,7 +686,7 @@ def long_trajectory(device: str, variant: str, decode_steps: int = 1000, rounds:
 def _report(name, d, record_property):
     line = (f"[drift] {name}: state max|err|/max|ref| after 1000 decode steps {d['decode']:.3e}, "
             f"+200 record+commit rounds {d['record_commit']:.3e}, +200 fused rounds {d['fused']:.3e}; "
-            f"worst out max|err|/max|ref| {d['out']:.3e}")
+            f"worst out err/bound {d['out']:.3f} (<= 1, every step)")
     print("\n" + line)
     for k, v in d.items():
         record_property(f"{name}_{k}", v)

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cuda/atomic>
+#include <cuda/ptx>
 
 #include "kda/numerics.h"
 #include "kda/params.h"
@@ -70,6 +71,26 @@ template <> struct StateIO<uint16_t> {
     return make_float4(round_bf16(v.x), round_bf16(v.y), round_bf16(v.z), round_bf16(v.w));
   }
 };
+
+/// 4 consecutive K values of a state row staged in shared memory (as stored) -> fp32.
+__device__ __forceinline__ float4 load_smem_row4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 load_smem_row4(const uint16_t* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  return make_float4(bits_float(u.x << 16), bits_float(u.x & 0xffff0000u), bits_float(u.y << 16),
+                     bits_float(u.y & 0xffff0000u));
+}
+
+// ---- bulk copies (TMA) and mbarriers -------------------------------------------------------
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+/// One bulk copy (TMA) of `bytes` (multiple of 16, both ends 16-byte aligned) from global
+/// memory into this CTA's shared memory, completing on `bar`.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst, src, bytes, bar);
+}
 
 /// Base of the [V, K] state of (slot, head).
 template <class StateT>

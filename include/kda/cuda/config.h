@@ -8,38 +8,55 @@
 
 namespace kda::cuda_config {
 
-/// Split / Wide kernel (one kernel body, SPLIT CTAs per item as a thread-block cluster;
-/// SPLIT = 1 is the Wide variant).
-///   rows per CTA  RC = 128 / SPLIT
-///   warps         8 for SPLIT = 1 (16 rows per warp), else 4
-inline constexpr int warps_for_split(int split) { return split == 1 ? 8 : 4; }
-inline constexpr int threads_for_split(int split) { return 32 * warps_for_split(split); }
+/// Split / Wide kernel (one body; SPLIT CTAs per item as a thread-block cluster, SPLIT = 1
+/// is Wide). Every CTA has 256 threads (8 warps) and owns RC = 128 / SPLIT V rows of its
+/// item; the rows arrive in chunks of CR = min(32, RC) rows (one bulk copy each) into a ring
+/// of `stages` shared-memory stages, so the CTA holds no state in registers beyond the rows
+/// a warp is working on and several CTAs fit on an SM.
+inline constexpr int kStepThreads = 256;
+inline constexpr int kStepMaxStages = 4;
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
+inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
+inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
+inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 
-/// Shared-memory layout of the Split/Wide kernel, in floats, for q tokens:
-///   fb[RC][128] bf16 (as RC·64 floats)  the CTA's F_B rows, staged before the PDL wait
-///   fa[q][128]  gate inputs      yq[q][128], yk[q][128]  conv outputs
-///   yv[q][RC]   own v rows        g[q][128]               activated gates
-///   o[q][RC]    pre-norm outputs  og[q][RC]               sigmoid(out_gate)
-///   win[256][2+q] new q/k window columns (rank 0 of a cluster writes them after barrier #1)
-///   beta[16], inv[2][16], red[16][SPLIT]
+/// Shared-memory plan of the Split/Wide kernel, byte offsets (16-byte aligned). The scratch
+/// comes first so that its offsets are compile-time constants when q is (the decode kernel):
+///   fa      [q][128] f32        gate inputs (modes 0, 1)
+///   yq, yk, g, e [q][128] f32   conv outputs of the q / k channels (then q scaled, k normalised),
+///                               activated gates, decays e = exp(g)
+///   yv, o, og [q][RC] f32       conv outputs of the own v rows, pre-norm outputs, sigmoid(out gate)
+///   win     [256][W-2+q] f32    new q/k window columns, written by rank 0 at the end (SPLIT > 1)
+///   part    [q][4][3] f32       per-warp Σy_q², Σy_k², Σy_q·y_k (warps 0–3 hold the q/k channels)
+///   beta[16], kq[16] (k·q per token), red[16][SPLIT] (Σo² partials of the ranks), tslots[16]
+///   state   [stages][CR][128] as stored (fp32 or bf16), filled by bulk copies
+///   rec_u   [records][RC] f32   u of the pending records, own rows (fused / append)
+///   rec_kg  [records][256] f32  k then g of the pending records (g replaced by e = exp(g))
 struct StepSmem {
-  int q, split;
+  int q = 1, split = 1, stages = 1, state_bytes = 4;
+  int records = 0;      ///< records staged per item (fused / append: Qr), else 0
+  int window_cols = 0;  ///< W - 2 + q (the staged window columns of SPLIT > 1)
   constexpr int rc() const { return rows_per_cta(split); }
-  constexpr int fb() const { return 0; }
-  constexpr int fa() const { return fb() + rc() * kRank / 2; }
-  constexpr int yq() const { return fa() + q * kHeadDim; }
-  constexpr int yk() const { return yq() + q * kHeadDim; }
-  constexpr int yv() const { return yk() + q * kHeadDim; }
-  constexpr int g() const { return yv() + q * rc(); }
-  constexpr int o() const { return g() + q * kHeadDim; }
-  constexpr int og() const { return o() + q * rc(); }
-  constexpr int win() const { return og() + q * rc(); }
-  constexpr int beta() const { return win() + (split > 1 ? 2 * kHeadDim * (2 + q) : 0); }
-  constexpr int inv() const { return beta() + kMaxQ; }
-  constexpr int red() const { return inv() + 2 * kMaxQ; }
-  constexpr int floats() const { return red() + kMaxQ * split; }
-  constexpr int64_t bytes() const { return int64_t(floats()) * 4; }
+  constexpr int cr() const { return chunk_rows(split); }
+  constexpr int64_t stage_bytes() const { return int64_t(cr()) * kHeadDim * state_bytes; }
+  constexpr int64_t fa() const { return 0; }
+  constexpr int64_t yq() const { return fa() + int64_t(q) * kHeadDim * 4; }
+  constexpr int64_t yk() const { return yq() + int64_t(q) * kHeadDim * 4; }
+  constexpr int64_t g() const { return yk() + int64_t(q) * kHeadDim * 4; }
+  constexpr int64_t e() const { return g() + int64_t(q) * kHeadDim * 4; }
+  constexpr int64_t yv() const { return e() + int64_t(q) * kHeadDim * 4; }
+  constexpr int64_t o() const { return yv() + align16(int64_t(q) * rc() * 4); }
+  constexpr int64_t og() const { return o() + align16(int64_t(q) * rc() * 4); }
+  constexpr int64_t win() const { return og() + align16(int64_t(q) * rc() * 4); }
+  constexpr int64_t part() const { return win() + (split > 1 ? align16(int64_t(2) * kHeadDim * window_cols * 4) : 0); }
+  constexpr int64_t beta() const { return part() + align16(int64_t(q) * 12 * 4); }
+  constexpr int64_t kq() const { return beta() + kMaxQ * 4; }
+  constexpr int64_t red() const { return kq() + kMaxQ * 4; }
+  constexpr int64_t tslots() const { return red() + align16(int64_t(kMaxQ) * split * 4); }
+  constexpr int64_t state() const { return (tslots() + kMaxQ * 4 + 127) / 128 * 128; }
+  constexpr int64_t rec_u() const { return state() + stages * stage_bytes(); }
+  constexpr int64_t rec_kg() const { return rec_u() + align16(int64_t(records) * rc() * 4); }
+  constexpr int64_t bytes() const { return rec_kg() + int64_t(records) * 2 * kHeadDim * 4; }
 };
 
 /// Stream kernel (persistent, SPLIT = 1, 256 threads): shared memory in bytes.

@@ -94,6 +94,75 @@ __device__ __forceinline__ void fold_record(float4 (&S)[RPW], const float* u_row
   }
 }
 
+/// One token of the delta rule on RPW rows of a warp (SPEC §3), the two row dot products
+/// reduced together:
+///   S ← S·e;  a = S·k, b = S·q (one rows_reduce of 2·RPW partials);  u = β (v − a);
+///   S ← fmaf(u, k, S);  o = S·q = b + u·(k·q)
+/// v_rows: the warp's RPW v values (shared memory), kq = k·q of the token. On return lanes
+/// 0–15 hold u of row lane / (16/RPW), lanes 16–31 o of row (lane − 16) / (16/RPW).
+template <int RPW>
+__device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, const float4& q4, const float4& e4,
+                                           float beta, float kq, const float* v_rows, int lane, float& u_out,
+                                           float& o_out) {
+  constexpr int G2 = 16 / RPW;
+  float pp[2 * RPW];
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    S[i].x *= e4.x;
+    S[i].y *= e4.y;
+    S[i].z *= e4.z;
+    S[i].w *= e4.w;
+    pp[i] = dot4(S[i], k4);
+    pp[RPW + i] = dot4(S[i], q4);
+  }
+  const float tot = rows_reduce<2 * RPW>(pp, lane);
+  const float u = beta * (v_rows[(lane / G2) & (RPW - 1)] - tot);  // meaningful in lanes 0–15
+  const float u_hi = __shfl_xor_sync(0xffffffffu, u, 16);          // lane l >= 16: u of its row
+  o_out = fmaf(u_hi, kq, tot);                                     // meaningful in lanes 16–31
+  u_out = u;
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    const float ui = __shfl_sync(0xffffffffu, u, i * G2);
+    S[i].x = fmaf(ui, k4.x, S[i].x);
+    S[i].y = fmaf(ui, k4.y, S[i].y);
+    S[i].z = fmaf(ui, k4.z, S[i].z);
+    S[i].w = fmaf(ui, k4.w, S[i].w);
+  }
+}
+
+/// fold_record with the decay e = exp(g) already formed (the staged records of the step kernel).
+template <int RPW>
+__device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_rows, const float4& k4, const float4& e4) {
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    const float u = u_rows[i];
+    S[i].x = fmaf(u, k4.x, S[i].x * e4.x);
+    S[i].y = fmaf(u, k4.y, S[i].y * e4.y);
+    S[i].z = fmaf(u, k4.z, S[i].z * e4.z);
+    S[i].w = fmaf(u, k4.w, S[i].w * e4.w);
+  }
+}
+
+/// z + F_B[row, chunk] · f_a[chunk] over 8·NV values: fb the row chunk in registers (bf16
+/// pairs), fa the matching f_a values as float4 (shared memory). Fixed order.
+template <int NV>
+__device__ __forceinline__ float gate_dot_f4(const uint4 (&fb)[NV], const float4* fa, float z = 0.f) {
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const uint4 v = fb[j];
+    const float4 a = fa[2 * j], c = fa[2 * j + 1];
+    z = fmaf(bits_float(v.x << 16), a.x, z);
+    z = fmaf(bits_float(v.x & 0xffff0000u), a.y, z);
+    z = fmaf(bits_float(v.y << 16), a.z, z);
+    z = fmaf(bits_float(v.y & 0xffff0000u), a.w, z);
+    z = fmaf(bits_float(v.z << 16), c.x, z);
+    z = fmaf(bits_float(v.z & 0xffff0000u), c.y, z);
+    z = fmaf(bits_float(v.w << 16), c.z, z);
+    z = fmaf(bits_float(v.w & 0xffff0000u), c.w, z);
+  }
+  return z;
+}
+
 /// Partial z = F_B[row, chunk] · f_a[chunk] of CH = 8·NV values: `fb` the row chunk (bf16,
 /// 16-byte aligned), `fa` the matching f_a values. `rot` rotates the order of the 16-byte
 /// pieces (to spread shared-memory banks when fb is in shared memory); the sum order is

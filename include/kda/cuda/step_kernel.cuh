@@ -1,35 +1,43 @@
 // kda/cuda/step_kernel.cuh — the Split / Wide step kernel: every step kind of SPEC §4
-// (decode, per_token, record, fused) for one (request, head) item per cluster of SPLIT CTAs.
-// SPLIT = 1 is the Wide variant (one CTA per item); SPLIT ∈ {2, 4, 8} is the Split variant
-// (the item's 128 V rows over a thread-block cluster, for small batches).
+// (decode, append, per_token, record, fused) for one (request, head) item per cluster of
+// SPLIT CTAs. SPLIT = 1 is the Wide variant (one CTA per item); SPLIT ∈ {2, 4, 8} is the
+// Split variant (the item's 128 V rows over a thread-block cluster, for small batches).
 //
 // Work of one item (SPEC §3), q tokens:
 //   conv + SiLU of the 384 channels of head h · q/k l2 norm · gate z = F_B[h]·f_a (+dt_bias)
-//   · beta · then per token: decay, u = β(v − S·k), S += u kᵀ, o = S·q · gated RMSNorm.
+//   · beta · then per V row: fold of the pending records, per token decay, u = β(v − S·k),
+//   S += u kᵀ, o = S·q · gated RMSNorm over the 128 rows.
 //
-// Thread layout: warp w owns V rows [rank·RC + w·RPW, … + RPW); lane l owns K columns
-// [4l, 4l+4) of each of them (one float4 per row in registers: the state never leaves the
-// registers during the step). Row dot products: rows_reduce (item.cuh).
+// NOTES: structure. The delta rule is independent per V row: row v needs only itself and
+// the item's k, q, e, β, v[v] (and the records' u[v], k, e). So the CTA streams its RC rows
+// through shared memory in chunks of CR = min(32, RC) rows — one bulk copy (TMA) per chunk,
+// completing on the chunk's mbarrier, up to `stages` chunks in flight — and each warp works
+// on RPW = CR / 8 rows of a chunk at a time in registers. The state never sits whole in
+// registers, so a CTA needs few of them and three or four CTAs share an SM: the latency of
+// one item's dependent phases (request → state and window → conv, gate → rows → RMSNorm)
+// is hidden by the other items on the SM rather than by a persistent pipeline.
 //
-// Cluster cooperation (SPLIT > 1), through distributed shared memory:
-//   - the gate: each CTA computes 128/SPLIT of the 128 gate values and writes them into
-//     every CTA's shared memory;
-//   - the RMSNorm: each CTA writes its partial Σo² per token into every CTA;
-//   - record k/g rows and the q/k window columns are written by rank 0 only; u rows and v
-//     window columns by their owner.
-// Barriers: #0 (arrive at entry, wait before the first remote write: every CTA has
-// started); #1 after the gate exchange and every read of shared cache entries (old records,
-// pending, q/k window columns); #2 after the Σo² exchange. No remote shared-memory access
-// follows #2, so CTAs may exit independently.
+// Thread layout in a chunk: warp w owns rows [w·RPW, w·RPW + RPW) of the chunk; lane l owns
+// K columns [4l, 4l + 4) of each (one float4 per row). Per row and token the two dot
+// products S·k and S·q of the decayed row are reduced together (rows_reduce of 2·RPW
+// partials) and o = S'·q is formed as (S·e)·q + u·(k·q): one reduction per token instead
+// of two, and no second pass over the updated row.
 //
-// Programmatic dependent launch: the CTA's F_B rows (a weight) are staged into shared
-// memory before cudaGridDependencySynchronize(); nothing else is read before it.
+// Cluster cooperation (SPLIT > 1), through distributed shared memory: each rank computes
+// the conv of all 256 q/k channels and all 128 gates itself (cheap next to its state rows);
+// only the RMSNorm needs the ranks' partial Σo². The q/k window columns and the record
+// k/g rows (shared by the ranks) are written by rank 0 after the last cluster barrier,
+// when every rank has read the old window and its staged records. Cluster barriers: an
+// arrive at entry and a wait before the first remote write (every CTA has started), one
+// arrive/wait after the Σo² exchange.
+//
+// Programmatic dependent launch: before cudaGridDependencySynchronize() only weights are
+// touched (the mbarrier init, an L2 prefetch of the CTA's F_B rows, the conv taps).
 #pragma once
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-#include <cuda/pipeline>
 #include <cuda/ptx>
 
 #include "kda/cuda/common.cuh"
@@ -41,21 +49,26 @@ namespace kda::cuda {
 
 namespace cg = cooperative_groups;
 
-template <int SPLIT_, class StateT_>
+/// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, and Q tokens per
+/// request (1: decode / append, whose shared-memory offsets are then constants and whose
+/// token vectors stay in registers; 0: q at run time, the verify kinds). The register budget
+/// is cut for four CTAs per SM.
+template <int SPLIT_, class StateT_, int Q_>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
   using StateT = StateT_;
-  static constexpr int kWarps = cuda_config::warps_for_split(kSplit);
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kRows = cuda_config::rows_per_cta(kSplit);  // RC
-  static constexpr int kRowsPerWarp = kRows / kWarps;              // RPW
-  static constexpr int kGateTpr = kThreads / kRows;                // threads per gate row
-  static constexpr int kGateChunk = kRank / kGateTpr;              // R values per thread
-  static_assert(kRowsPerWarp >= 1 && kRowsPerWarp <= 32, "rows per warp");
-  static_assert(kGateTpr >= 1 && kGateTpr <= 32 && kGateChunk % 8 == 0, "gate layout");
+  static constexpr int kQ = Q_;
+  static constexpr int kMinBlocks = 4;
+  static constexpr int kThreads = cuda_config::kStepThreads;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
+  static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit);   // CR
+  static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit);  // RC / CR
+  static constexpr int kRowsPerWarp = kChunkRows / kWarps;             // RPW
+  static_assert(kRowsPerWarp >= 2 && kRowsPerWarp * kWarps == kChunkRows, "rows per warp");
+  static_assert(kRows <= kThreads - kHeadDim, "one thread per own v channel");
 };
 
-/// Stores `v` into shared-memory array `local` at index i of every CTA of the cluster.
 template <int SPLIT>
 __device__ __forceinline__ void store_all_ranks(float* local, int i, float v) {
   if constexpr (SPLIT == 1) {
@@ -67,254 +80,419 @@ __device__ __forceinline__ void store_all_ranks(float* local, int i, float v) {
   }
 }
 
-template <int SPLIT>
-__device__ __forceinline__ void cluster_barrier() {
-  if constexpr (SPLIT == 1) __syncthreads();
-  else cg::this_cluster().sync();
+/// 1/|y_q|, 1/|y_k| and y_q·y_k of token t from the four warps' partial sums (fixed order,
+/// so every thread computes the same bits).
+struct TokenNorms {
+  float iq, ik, qk;
+};
+__device__ __forceinline__ TokenNorms token_norms(const float* s_part, int t) {
+  const float* pt = s_part + t * 12;
+  const float sq = ((pt[0] + pt[3]) + pt[6]) + pt[9];
+  const float sk = ((pt[1] + pt[4]) + pt[7]) + pt[10];
+  const float sqk = ((pt[2] + pt[5]) + pt[8]) + pt[11];
+  return {1.0f / sqrtf(sq + kL2Eps), 1.0f / sqrtf(sk + kL2Eps), sqk};
 }
 
 template <class T>
-__global__ void __launch_bounds__(T::kThreads, 2) kda_step_kernel(const __grid_constant__ StepParams p) {
+__global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(const __grid_constant__ StepParams p) {
+  namespace ptx = ::cuda::ptx;
   using StateT = typename T::StateT;
   using IO = StateIO<StateT>;
-  constexpr int SPLIT = T::kSplit, RC = T::kRows, RPW = T::kRowsPerWarp, NT = T::kThreads;
-  constexpr int K = kHeadDim, G = 32 / RPW;
+  constexpr int SPLIT = T::kSplit, RC = T::kRows, CR = T::kChunkRows, NCH = T::kChunks;
+  constexpr int RPW = T::kRowsPerWarp, NT = T::kThreads, K = kHeadDim;
+  constexpr int G2 = 16 / RPW;  // lanes per reduced partial (delta_rows)
 
   // ---- shared memory ------------------------------------------------------------------
-  extern __shared__ float4 smem4[];
-  float* smem = reinterpret_cast<float*>(smem4);
-  const cuda_config::StepSmem L{p.q, SPLIT};
-  uint16_t* s_fb = reinterpret_cast<uint16_t*>(smem + L.fb());
-  float* s_fa = smem + L.fa();
-  float* s_yq = smem + L.yq();
-  float* s_yk = smem + L.yk();
-  float* s_yv = smem + L.yv();
-  float* s_g = smem + L.g();
-  float* s_o = smem + L.o();
-  float* s_og = smem + L.og();
-  float* s_win = smem + L.win();
-  float* s_beta = smem + L.beta();
-  float* s_inv = smem + L.inv();  // [0, 16): 1/|y_q|, [16, 32): 1/|y_k|
-  float* s_red = smem + L.red();  // [t][rank]: partial Σo²
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[cuda_config::kStepMaxStages];  // chunk stages
+  __shared__ uint64_t rec_full;                            // staged records
 
-  // ---- the item ---------------------------------------------------------------------------
+  const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
+  const StepMode mode = StepMode(p.mode);
+  const bool records = mode == StepMode::kRecord || mode == StepMode::kFused || mode == StepMode::kAppend;
+  const bool folds = mode == StepMode::kFused || mode == StepMode::kAppend;
+  const bool gate_from_fb = p.gate_mode != int(GateMode::kPrecomputed);
+  const int stages = p.ring_stages;
+  const int WC = 2 + q;  // window columns written (W = 4 on CUDA)
+  const cuda_config::StepSmem L{q, SPLIT, stages, int(sizeof(StateT)), folds ? p.Qr : 0, WC};
+  float* s_fa = reinterpret_cast<float*>(smem + L.fa());
+  float* s_yq = reinterpret_cast<float*>(smem + L.yq());
+  float* s_yk = reinterpret_cast<float*>(smem + L.yk());
+  float* s_g = reinterpret_cast<float*>(smem + L.g());
+  float* s_e = reinterpret_cast<float*>(smem + L.e());
+  float* s_yv = reinterpret_cast<float*>(smem + L.yv());
+  float* s_o = reinterpret_cast<float*>(smem + L.o());
+  float* s_og = reinterpret_cast<float*>(smem + L.og());
+  float* s_win = reinterpret_cast<float*>(smem + L.win());
+  float* s_part = reinterpret_cast<float*>(smem + L.part());
+  float* s_beta = reinterpret_cast<float*>(smem + L.beta());
+  float* s_kq = reinterpret_cast<float*>(smem + L.kq());
+  float* s_red = reinterpret_cast<float*>(smem + L.red());
+  int32_t* s_tslots = reinterpret_cast<int32_t*>(smem + L.tslots());
+  unsigned char* s_state = smem + L.state();
+  float* s_recu = reinterpret_cast<float*>(smem + L.rec_u());
+  float* s_reckg = reinterpret_cast<float*>(smem + L.rec_kg());
+
+  // ---- the item -----------------------------------------------------------------------
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int rank = SPLIT == 1 ? 0 : int(blockIdx.x % SPLIT);
   const int64_t item = blockIdx.x / SPLIT;
-  const int b = int(item / p.H), h = int(item % p.H);
-  const int q = p.q, H = p.H, D = H * K;
-  const StepMode mode = StepMode(p.mode);
-  const bool records = mode == StepMode::kRecord || mode == StepMode::kFused;
-  const bool gate_from_fb = p.gate_mode != int(GateMode::kPrecomputed);
+  const int b = int(item / H), h = int(item % H);
   const int64_t row_base = int64_t(b) * q;  // first input/output row of the request
+  const int gi = tid >> 1, gpart = tid & 1;  // gate row and half (two threads per row)
+  const uint16_t* fb_src = gate_from_fb ? p.f_b + int64_t(h * K + gi) * p.f_b_row + gpart * (kRank / 2) : nullptr;
 
-  // ---- before the PDL wait: only weights (this CTA's F_B rows) -------------------------
-  cudaTriggerProgrammaticLaunchCompletion();
-  auto pipe = ::cuda::make_pipeline();
-  if (gate_from_fb) {
-    pipe.producer_acquire();
-    const char* src = reinterpret_cast<const char*>(p.f_b + int64_t(h * K + rank * RC) * p.f_b_row);
-    char* dst = reinterpret_cast<char*>(s_fb);
-    for (int c = tid; c < RC * (kRank * 2 / 16); c += NT) {
-      const int r = c / (kRank * 2 / 16), j = c % (kRank * 2 / 16);
-      ::cuda::memcpy_async(dst + r * kRank * 2 + j * 16, src + r * p.f_b_row * 2 + j * 16, ::cuda::aligned_size_t<16>(16), pipe);
-    }
-    pipe.producer_commit();
+  // ---- before the PDL wait: barriers and weights only -----------------------------------
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(&rec_full, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
-  cudaGridDependencySynchronize();
-
-  const RequestPlan r = resolve_request(p, b);
-  if (r.kind != RequestKind::kRun) {
-    // Pad or caller error: zero output rows, nothing else is read or written.
-    for (int i = tid; i < q * RC; i += NT) {
-      const int t = i / RC, j = i % RC;
-      p.out[(row_base + t) * p.out_row + h * K + rank * RC + j] = 0;
+  // NOTES: the thread's F_B slice (a weight) goes into registers before the wait (q = 1): its
+  // L2 or DRAM latency then hides behind the previous step's tail and the request round trip.
+  // With q at run time the registers are needed elsewhere (they spilled): the slice is
+  // prefetched into L2 and loaded at the gate.
+  uint4 fb[8];
+  if (gate_from_fb) {
+    if constexpr (T::kQ == 1) {
+      const uint4* src = reinterpret_cast<const uint4*>(fb_src);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) fb[j] = src[j];
+    } else {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(fb_src));
     }
-    if (r.kind == RequestKind::kError && h == 0 && rank == 0 && tid == 0)
-      raise_error(p.error_flags, p.error_index, r.flags, b);
-    if (gate_from_fb) pipe.consumer_wait();  // no copy may outlive the CTA
+  }
+  __syncthreads();  // barrier init visible before any wait on it
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  if constexpr (SPLIT > 1) ptx::barrier_cluster_arrive(ptx::sem_relaxed);
+
+  // ---- the request: every thread resolves it (the same loads, broadcast), so the window
+  //      loads need no barrier; thread 0 issues the bulk copies at once ---------------------
+  const RequestPlan r = resolve_request(p, b);
+  const bool run = r.kind == RequestKind::kRun;
+  const int npend = folds && run ? r.pending : 0;
+  if (tid == 0 && run) {
+    const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
+                      int64_t(rank) * NCH * L.stage_bytes();
+    const int first = stages < NCH ? stages : NCH;
+    for (int c = 0; c < first; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], uint32_t(L.stage_bytes()));
+      bulk_g2s(s_state + c * L.stage_bytes(), src + c * L.stage_bytes(), uint32_t(L.stage_bytes()), &full[c]);
+    }
+    if (npend > 0) {
+      const float* corr = p.correction + int64_t(r.row) * p.correction_row + int64_t(h) * p.Qr * K;
+      const float* kgp = p.key_gate + int64_t(r.row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &rec_full,
+                                     uint32_t(npend) * (RC + 2 * K) * 4);
+      if constexpr (SPLIT == 1) {
+        bulk_g2s(s_recu, corr, uint32_t(npend) * K * 4, &rec_full);
+      } else {
+        for (int pp = 0; pp < npend; ++pp) bulk_g2s(s_recu + pp * RC, corr + pp * K + rank * RC, uint32_t(RC) * 4, &rec_full);
+      }
+      bulk_g2s(s_reckg, kgp, uint32_t(npend) * 2 * K * 4, &rec_full);
+    }
+  }
+  if (!run) {
+    // Pad or caller error: zero output rows, nothing else is read or written.
+    for (int i = tid; i < q * RC; i += NT) p.out[(row_base + i / RC) * p.out_row + h * K + rank * RC + i % RC] = 0;
+    if (r.kind == RequestKind::kError && h == 0 && rank == 0 && tid == 0) raise_error(p.error_flags, p.error_index, r.flags, b);
+    if constexpr (SPLIT > 1) ptx::barrier_cluster_wait();  // every rank takes this branch
     return;
   }
   const int off = r.accepted - 1;
-  // NOTES: a CTA may write into another CTA's shared memory only once that CTA has started;
-  // arrive now (relaxed), wait just before the first remote write (the gate exchange), so
-  // the state loads and the conv overlap the barrier.
-  if constexpr (SPLIT > 1) ::cuda::ptx::barrier_cluster_arrive(::cuda::ptx::sem_relaxed);
 
-  // ---- state in: issue the loads first, they overlap the conv and the gate ----------------
-  const int row0 = rank * RC + warp * RPW;  // first V row of this warp
-  float4 S[RPW];
-  {
-    const StateT* src = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + row0 * K + lane * 4;
+  // the old window columns off..off+2 and x_0 of the thread's channels (threads 0–127: the q
+  // and k channel of their index; 128…: the own v channels), before the barrier
+  const int cq = h * K + tid, ck = D + cq;                      // tid < 128
+  const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
+  // (q = 1; with q at run time after the gate, whose F_B registers leave no room for them)
+  float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
+  auto load_window = [&] {
+    if (tid < K) {
 #pragma unroll
-    for (int i = 0; i < RPW; ++i) S[i] = IO::load(src + i * K);
-  }
-
-  // ---- conv + SiLU: q and k channels of head h (all 128), v channels of the own rows;
-  //      the new window columns of the channel are written as soon as they are read ---------
-  for (int lc = tid; lc < 2 * K + RC; lc += NT) {
-    int sec, cc;  // section (0 q, 1 k, 2 v) and channel within the section
-    float* dst;
-    int dstride;
-    if (lc < K) { sec = 0; cc = h * K + lc; dst = s_yq + lc; dstride = K; }
-    else if (lc < 2 * K) { sec = 1; cc = h * K + lc - K; dst = s_yk + lc - K; dstride = K; }
-    else { sec = 2; cc = h * K + rank * RC + lc - 2 * K; dst = s_yv + lc - 2 * K; dstride = RC; }
-    const int64_t c = int64_t(sec) * D + cc;
-    const float w0 = p.conv_w[(sec * 4 + 0) * D + cc], w1 = p.conv_w[(sec * 4 + 1) * D + cc];
-    const float w2 = p.conv_w[(sec * 4 + 2) * D + cc], w3 = p.conv_w[(sec * 4 + 3) * D + cc];
-    const float bias = p.conv_b ? p.conv_b[c] : 0.f;
-    float h0 = conv_load(p, r.win_in, c, off), h1 = conv_load(p, r.win_in, c, off + 1);
-    float h2 = conv_load(p, r.win_in, c, off + 2);
-    // New window of the channel, written as soon as its old columns are read: columns 0, 1
-    // = old[off+1], old[off+2]; column 2+t = x_t. Rank 0 of a cluster stages the q/k
-    // columns (every rank reads them) and writes them after barrier #1.
-    const bool own_window = SPLIT == 1 || sec == 2;
-    float* stage = s_win + lc * (2 + q);
-    if (own_window) {
-      conv_store(p, r.win_out, c, 0, h1);
-      conv_store(p, r.win_out, c, 1, h2);
-    } else if (rank == 0) {
-      stage[0] = h1;
-      stage[1] = h2;
+      for (int j = 0; j < 3; ++j) w0[j] = conv_load(p, r.win_in, cq, off + j), w1[j] = conv_load(p, r.win_in, ck, off + j);
+      x0 = ld_bf16(p.qkv + row_base * p.qkv_row + cq);
+      x1 = ld_bf16(p.qkv + row_base * p.qkv_row + ck);
+    } else if (tid < K + RC) {
+#pragma unroll
+      for (int j = 0; j < 3; ++j) w0[j] = conv_load(p, r.win_in, cv, off + j), w1[j] = 0.f;
+      x0 = ld_bf16(p.qkv + row_base * p.qkv_row + cv);
     }
-    for (int t = 0; t < q; ++t) {
-      const float x = ld_bf16(p.qkv + (row_base + t) * p.qkv_row + c);
-      if (own_window) conv_store(p, r.win_out, c, 2 + t, x);
-      else if (rank == 0) stage[2 + t] = x;
-      float a = bias;
-      a = fmaf(w0, h0, a);
-      a = fmaf(w1, h1, a);
-      a = fmaf(w2, h2, a);
-      a = fmaf(w3, x, a);
-      dst[t * dstride] = silu(a);
-      h0 = h1;
-      h1 = h2;
-      h2 = x;
-    }
-  }
-  // ---- gate inputs, out gate, beta ---------------------------------------------------------
+  };
+  if constexpr (T::kQ == 1) load_window();
   if (gate_from_fb)
-    for (int i = tid; i < q * kRank; i += NT)
-      s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
+    for (int i = tid; i < q * kRank; i += NT) s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
   for (int i = tid; i < q * RC; i += NT)
     s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
   if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
-  if (gate_from_fb) pipe.consumer_wait();
-  __syncthreads();
+  if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q) s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
+  __syncthreads();  // staged inputs
 
-  // ---- q/k l2 norms: one warp per (token, q|k) -------------------------------------------
-  qk_inv_norms(s_yq, s_yk, s_inv, q, warp, T::kWarps, lane);
-
-  // ---- gate: rows [rank·RC, rank·RC + RC) of z, then g into every CTA of the cluster ------
-  if constexpr (SPLIT > 1) ::cuda::ptx::barrier_cluster_wait();
+  // ---- gate: two threads per gate row i; z = F_B[h·128 + i]·f_a (mode 0) or the raw gate --
   {
-    const int il = tid / T::kGateTpr, part = tid % T::kGateTpr;
-    const int i = rank * RC + il;  // gate index within the head
     const float a = expf(p.A_log[h]);
-    const float dtb = p.dt_bias[h * K + i];
-    if (!gate_from_fb) {
-      if (part == 0)
-        for (int t = 0; t < q; ++t) {
-          const float z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + i) + dtb;
-          store_all_ranks<SPLIT>(s_g, t * K + i, activate_gate(z, a, p.has_lower_bound != 0, p.lower_bound));
+    const float dtb = p.dt_bias[h * K + gi];
+    const bool lb = p.has_lower_bound != 0;
+    if constexpr (T::kQ != 1) {
+      if (gate_from_fb) {
+        const uint4* src = reinterpret_cast<const uint4*>(fb_src);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) fb[j] = src[j];
+      }
+    }
+    for (int t = 0; t < q; ++t) {
+      float z;
+      if (gate_from_fb) {
+        z = gate_dot_f4<8>(fb, reinterpret_cast<const float4*>(s_fa + t * kRank + gpart * (kRank / 2)));
+        z += __shfl_xor_sync(0xffffffffu, z, 1);
+      } else {
+        z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
+      }
+      if (gpart == 0) s_g[t * K + gi] = activate_gate(z + dtb, a, lb, p.lower_bound);
+    }
+  }
+
+  // ---- conv + SiLU. New window columns are written once the old ones are read (SPLIT > 1:
+  //      the q/k columns, read by every rank, are staged for rank 0) ----------------------------
+  if constexpr (T::kQ != 1) load_window();
+  if (tid < K) {
+    float wq[4], wk[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      wq[j] = p.conv_w[(0 * 4 + j) * D + cq];
+      wk[j] = p.conv_w[(1 * 4 + j) * D + cq];
+    }
+    const float bq = p.conv_b ? p.conv_b[cq] : 0.f, bk = p.conv_b ? p.conv_b[ck] : 0.f;
+    float q0 = w0[0], q1 = w0[1], q2 = w0[2], k0 = w1[0], k1 = w1[1], k2 = w1[2];
+    float* stq = s_win + tid * WC;
+    float* stk = s_win + (K + tid) * WC;
+    if constexpr (SPLIT == 1) {
+      conv_store(p, r.win_out, cq, 0, q1);
+      conv_store(p, r.win_out, cq, 1, q2);
+      conv_store(p, r.win_out, ck, 0, k1);
+      conv_store(p, r.win_out, ck, 1, k2);
+    } else if (rank == 0) {
+      stq[0] = q1, stq[1] = q2, stk[0] = k1, stk[1] = k2;
+    }
+    for (int t = 0; t < q; ++t) {
+      const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
+      const float xq = t == 0 ? x0 : ld_bf16(xr + cq), xk = t == 0 ? x1 : ld_bf16(xr + ck);
+      if constexpr (SPLIT == 1) {
+        conv_store(p, r.win_out, cq, 2 + t, xq);
+        conv_store(p, r.win_out, ck, 2 + t, xk);
+      } else if (rank == 0) {
+        stq[2 + t] = xq, stk[2 + t] = xk;
+      }
+      float aq = bq, ak = bk;
+      aq = fmaf(wq[0], q0, aq), ak = fmaf(wk[0], k0, ak);
+      aq = fmaf(wq[1], q1, aq), ak = fmaf(wk[1], k1, ak);
+      aq = fmaf(wq[2], q2, aq), ak = fmaf(wk[2], k2, ak);
+      aq = fmaf(wq[3], xq, aq), ak = fmaf(wk[3], xk, ak);
+      const float yq = silu(aq), yk = silu(ak);
+      s_yq[t * K + tid] = yq;
+      s_yk[t * K + tid] = yk;
+      const float sq = warp_sum(yq * yq), sk = warp_sum(yk * yk), sqk = warp_sum(yq * yk);
+      if (lane == 0) {
+        s_part[t * 12 + warp * 3 + 0] = sq;
+        s_part[t * 12 + warp * 3 + 1] = sk;
+        s_part[t * 12 + warp * 3 + 2] = sqk;
+      }
+      q0 = q1, q1 = q2, q2 = xq;
+      k0 = k1, k1 = k2, k2 = xk;
+    }
+  } else if (tid < K + RC) {
+    const int cc = cv - 2 * D;
+    float w[4];
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) w[jj] = p.conv_w[(2 * 4 + jj) * D + cc];
+    const float bias = p.conv_b ? p.conv_b[cv] : 0.f;
+    float h0 = w0[0], h1 = w0[1], h2 = w0[2];
+    conv_store(p, r.win_out, cv, 0, h1);
+    conv_store(p, r.win_out, cv, 1, h2);
+    for (int t = 0; t < q; ++t) {
+      const float x = t == 0 ? x0 : ld_bf16(p.qkv + (row_base + t) * p.qkv_row + cv);
+      conv_store(p, r.win_out, cv, 2 + t, x);
+      float a = bias;
+      a = fmaf(w[0], h0, a);
+      a = fmaf(w[1], h1, a);
+      a = fmaf(w[2], h2, a);
+      a = fmaf(w[3], x, a);
+      s_yv[t * RC + vj] = silu(a);
+      h0 = h1, h1 = h2, h2 = x;
+    }
+  }
+
+  // ---- staged records (fused / append): wait for them, replace g by e = exp(g) ------------
+  if (npend > 0) {
+    mbar_wait(&rec_full, 0);
+    for (int i = tid; i < npend * K; i += NT) {
+      float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+      *gp = decay_of(*gp);
+    }
+  }
+  __syncthreads();  // y, g, norm partials and the staged records
+
+  // ---- token vectors: q = 1 in registers (the lane's columns); else in place in shared
+  //      memory (k normalised, q normalised and scaled, e = exp(g), k·q), one more barrier ----
+  float4 k4, q4, e4;
+  float kq1 = 0.f;
+  if constexpr (T::kQ == 1) {
+    const TokenNorms n = token_norms(s_part, 0);
+    const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
+    const float4 yq = *reinterpret_cast<const float4*>(s_yq + lane * 4);
+    const float4 g4 = *reinterpret_cast<const float4*>(s_g + lane * 4);
+    k4 = make_float4(yk.x * n.ik, yk.y * n.ik, yk.z * n.ik, yk.w * n.ik);
+    q4 = make_float4(yq.x * n.iq * kQScale, yq.y * n.iq * kQScale, yq.z * n.iq * kQScale, yq.w * n.iq * kQScale);
+    e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+    kq1 = n.qk * n.ik * n.iq * kQScale;
+  } else {
+    for (int i = tid; i < q * K; i += NT) {
+      const int t = i / K;
+      const TokenNorms n = token_norms(s_part, t);
+      s_yk[i] = s_yk[i] * n.ik;
+      s_yq[i] = s_yq[i] * n.iq * kQScale;
+      s_e[i] = decay_of(s_g[i]);
+      if (i % K == 0) s_kq[t] = n.qk * n.ik * n.iq * kQScale;
+    }
+    __syncthreads();
+  }
+
+  // ---- records out: k_t, g_t (rank 0; SPLIT > 1 after the last cluster barrier) -------------
+  const bool full_row = mode == StepMode::kAppend && npend == p.Qr;  // fold, write back, new row
+  const int pos0 = mode == StepMode::kAppend ? (full_row ? 0 : npend) : 0;  // record of token 0
+  auto write_key_gate = [&] {
+    float* kg = p.key_gate + int64_t(r.row) * p.key_gate_row + (int64_t(h) * p.Qr + pos0) * 2 * K;
+    for (int i = tid; i < q * 64; i += NT) {
+      const int t = i / 64, c4 = i % 64;
+      float4 v;
+      if (c4 < 32) {
+        v = *reinterpret_cast<const float4*>(s_yk + t * K + c4 * 4);
+        if constexpr (T::kQ == 1) {  // s_yk is not normalised in place for q = 1
+          const float ik = token_norms(s_part, t).ik;
+          v = make_float4(v.x * ik, v.y * ik, v.z * ik, v.w * ik);
         }
-    } else {
-      constexpr int CH = T::kGateChunk, NV = CH / 8;
-      const uint4* fb = reinterpret_cast<const uint4*>(s_fb + il * kRank + part * CH);
-      for (int t = 0; t < q; ++t) {
-        const float* fa = s_fa + t * kRank + part * CH;
-        float z = gate_dot<NV>(fb, [fa](int j) { return fa[j]; }, tid & (NV - 1));
-        z = group_sum<T::kGateTpr>(z);
-        if (part == 0)
-          store_all_ranks<SPLIT>(s_g, t * K + i, activate_gate(z + dtb, a, p.has_lower_bound != 0, p.lower_bound));
+      } else {
+        v = *reinterpret_cast<const float4*>(s_g + t * K + (c4 - 32) * 4);
       }
+      *reinterpret_cast<float4*>(kg + t * 2 * K + c4 * 4) = v;
     }
-  }
+  };
+  if constexpr (SPLIT == 1)
+    if (records) write_key_gate();
 
-  // ---- fused: fold the pending records into the checkpoint, write it back ----------------
-  if (mode == StepMode::kFused && r.pending > 0) {
-    const float* corr = p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K;
-    const float* kg = p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
-    for (int pp = 0; pp < r.pending; ++pp) {
-      const float4 k4 = *reinterpret_cast<const float4*>(kg + pp * 2 * K + lane * 4);
-      const float4 g4 = *reinterpret_cast<const float4*>(kg + pp * 2 * K + K + lane * 4);
-      fold_record<RPW>(S, corr + pp * K + row0, k4, g4);
-    }
-    StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + row0 * K + lane * 4;
+  // ---- the rows: chunk by chunk as the bulk copies land --------------------------------------
+  float* corr_out = records ? p.correction + int64_t(r.row) * p.correction_row + (int64_t(h) * p.Qr + pos0) * K : nullptr;
+  const bool write_ck = (mode == StepMode::kFused && npend > 0) || full_row;
+  StateT* ck_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + int64_t(rank) * RC * K;
+  StateT* out_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + int64_t(rank) * RC * K;
+  const int urow = lane / G2;  // the row whose u (lanes < 16) or o (lanes >= 16) this lane holds
+  const bool writer = (lane % G2) == 0;
+#pragma unroll 1
+  for (int c = 0; c < NCH; ++c) {
+    const int s = c % stages;
+    mbar_wait(&full[s], uint32_t(c / stages) & 1u);
+    const int crow = c * CR + warp * RPW;  // first row of the warp within the CTA's rows
+    float4 S[RPW];
+    {
+      const StateT* st = reinterpret_cast<const StateT*>(s_state + s * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
 #pragma unroll
-    for (int i = 0; i < RPW; ++i) {
-      IO::store(dst + i * K, S[i]);
-      S[i] = IO::stored(S[i]);  // continue from what was stored (SPEC §9)
+      for (int i = 0; i < RPW; ++i) S[i] = load_smem_row4(st + i * K);
     }
-  }
-
-  // ---- barrier #1: gates complete everywhere; shared cache entries all read --------------
-  cluster_barrier<SPLIT>();
-  if (mode == StepMode::kFused && rank == 0 && tid == 0 && arrive_last(p.arrivals, r.row, H))
-    p.pending[r.row * p.pending_stride] = 0;
-
-  if (rank == 0) {
-    // records k_t, g_t
-    if (records) {
-      float* kg = p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
-      for (int i = tid; i < q * 2 * K; i += NT) {
-        const int t = i / (2 * K), c = i % (2 * K);
-        kg[t * 2 * K + c] = c < K ? s_yk[t * K + c] * s_inv[kMaxQ + t] : s_g[t * K + c - K];
+    if (c + stages < NCH) {
+      __syncthreads();  // every warp has read stage s: refill it with chunk c + stages
+      if (tid == 0) {
+        const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
+                          (int64_t(rank) * NCH + c + stages) * L.stage_bytes();
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], uint32_t(L.stage_bytes()));
+        bulk_g2s(s_state + s * L.stage_bytes(), src, uint32_t(L.stage_bytes()), &full[s]);
       }
     }
-    // the q/k window columns staged by rank 0 (SPLIT > 1)
-    if constexpr (SPLIT > 1)
-      for (int i = tid; i < 2 * K * (2 + q); i += NT) {
-        const int lc = i / (2 + q), j = i % (2 + q);
-        const int64_t c = int64_t(lc / K) * D + h * K + lc % K;
-        conv_store(p, r.win_out, c, j, s_win[i]);
-      }
-  }
-
-  // ---- the delta rule, token by token -----------------------------------------------------
-  float* corr = records ? p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K : nullptr;
-  const bool writer = (lane % G) == 0;
-  const int wrow = warp * RPW + lane / G;  // the row this lane writes (within the CTA)
-  for (int t = 0; t < q; ++t) {
-    const TokenVectors tv = token_vectors(s_yq, s_yk, s_g, s_inv, t, lane);
-    float u, o;
-    delta_token<RPW>(S, tv.k, tv.q, tv.e, s_beta[t], s_yv + t * RC + warp * RPW, lane, u, o);
-    if (writer) {
-      s_o[t * RC + wrow] = o;
-      if (records) corr[t * K + rank * RC + wrow] = u;
+    // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings)
+    for (int pp = 0; pp < npend; ++pp) {
+      const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
+      const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
+      fold_record_e<RPW>(S, s_recu + pp * RC + crow, kk, ee);
     }
-    if (mode == StepMode::kPerToken) {
-      const int64_t dslot = slot_at(p, b, t);
-      if (!is_pad_id(dslot, p.null_slot)) {
-        StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + row0 * K + lane * 4;
-        store_tile<StateT, RPW>(dst, S);
+    if (write_ck) {
+      StateT* dst = ck_tile + int64_t(crow) * K + lane * 4;
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+        IO::store(dst + i * K, S[i]);
+        S[i] = IO::stored(S[i]);  // continue from what was stored (SPEC §9)
       }
     }
-  }
-  if (mode == StepMode::kDecode) {
-    StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + row0 * K + lane * 4;
-    store_tile<StateT, RPW>(dst, S);
+    for (int t = 0; t < q; ++t) {
+      float kq = kq1;
+      if constexpr (T::kQ != 1) {
+        k4 = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
+        q4 = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+        e4 = *reinterpret_cast<const float4*>(s_e + t * K + lane * 4);
+        kq = s_kq[t];
+      }
+      float u, o;
+      delta_rows<RPW>(S, k4, q4, e4, s_beta[t], kq, s_yv + t * RC + crow, lane, u, o);
+      if (writer) {
+        if (lane < 16) {
+          if (records) corr_out[t * K + rank * RC + crow + urow] = u;
+        } else {
+          s_o[t * RC + crow + urow - RPW] = o;
+        }
+      }
+      if (mode == StepMode::kPerToken) {
+        const int32_t dslot = s_tslots[t];
+        if (!is_pad_id(dslot, p.null_slot)) {
+          StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow) * K + lane * 4;
+          store_tile<StateT, RPW>(dst, S);
+        }
+      }
+    }
+    if (mode == StepMode::kDecode) store_tile<StateT, RPW>(out_tile + int64_t(crow) * K + lane * 4, S);
   }
 
-  // ---- Σo² per token over the CTA's rows, into every CTA; barrier #2 ----------------------
-  __syncthreads();
-  for (int t = warp; t < q; t += T::kWarps) {
-    float s = 0.f;
-    for (int j = lane; j < RC; j += 32) s = fmaf(s_o[t * RC + j], s_o[t * RC + j], s);
-    s = warp_sum(s);
-    if (lane == 0) store_all_ranks<SPLIT>(s_red, t * SPLIT + rank, s);
+  // ---- gated RMSNorm -> bf16 out ------------------------------------------------------------
+  __syncthreads();  // s_o complete
+  if constexpr (SPLIT > 1) {
+    ptx::barrier_cluster_wait();  // every rank has started: remote writes are allowed
+    for (int t = warp; t < q; t += T::kWarps) {
+      float ss = 0.f;
+      for (int i = lane; i < RC; i += 32) ss = fmaf(s_o[t * RC + i], s_o[t * RC + i], ss);
+      ss = warp_sum(ss);
+      if (lane == 0) store_all_ranks<SPLIT>(s_red, t * SPLIT + rank, ss);
+    }
+    ptx::barrier_cluster_arrive(ptx::sem_release);
+    ptx::barrier_cluster_wait(ptx::sem_acquire);
   }
-  cluster_barrier<SPLIT>();
-
-  // ---- gated RMSNorm -> bf16 out -------------------------------------------------------------
   for (int i = tid; i < q * RC; i += NT) {
-    const int t = i / RC, j = i % RC, v = rank * RC + j;
+    const int t = i / RC, v = rank * RC + i % RC;
     float ss = 0.f;
+    if constexpr (SPLIT == 1) {
+      // NOTES: a warp's 32 outputs share one token (256 threads, 128 outputs per token), so
+      // each warp sums that token's squares itself: no barrier between the sums and the outputs.
 #pragma unroll
-    for (int rr = 0; rr < SPLIT; ++rr) ss += s_red[t * SPLIT + rr];
+      for (int jj = 0; jj < K; jj += 32) ss = fmaf(s_o[t * K + jj + lane], s_o[t * K + jj + lane], ss);
+      ss = warp_sum(ss);
+    } else {
+#pragma unroll
+      for (int rr = 0; rr < SPLIT; ++rr) ss += s_red[t * SPLIT + rr];
+    }
     const float rn = 1.0f / sqrtf(ss / float(K) + p.eps);
-    p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[t * RC + j] * rn * p.norm_w[v] * s_og[i]);
+    p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * s_og[i]);
   }
+  if constexpr (SPLIT > 1) {
+    if (rank == 0) {
+      // every rank has read the old window and its staged records (the barrier above)
+      for (int i = tid; i < 2 * K * WC; i += NT) {
+        const int lc = i / WC, jj = i % WC;
+        conv_store(p, r.win_out, int64_t(lc / K) * D + h * K + lc % K, jj, s_win[i]);
+      }
+      if (records) write_key_gate();
+    }
+  }
+  // fused / append: the last of the request's H items to get here owns pending[row] (every
+  // item has read it: this CTA in its resolve, the cluster's ranks before the barrier above)
+  if (folds && rank == 0 && tid == 0 && arrive_last(p.arrivals, r.row, H))
+    p.pending[r.row * p.pending_stride] = mode == StepMode::kFused ? 0 : pos0 + 1;
 }
 
 }  // namespace kda::cuda

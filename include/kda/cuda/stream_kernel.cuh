@@ -1,16 +1,8 @@
-// kda/cuda/stream_kernel.cuh — the Stream variant: persistent CTAs (two per SM), each owning
-// a contiguous range of items in head-major order (item = h·B + b, so consecutive items of
-// a CTA share F_B[h] and hit it in L1). While item i computes, the state and operands of
-// item i+1 arrive in shared memory through 16-byte async copies (cp.async via
-// cuda::memcpy_async on a thread-scope pipeline).
-//
-// Pipeline of one CTA (one state stage, two operand stages):
-//   prologue   plan(i0), plan(i0+1); issue copies of i0
-//   item i:    wait copies(i) → state stage into registers → barrier (stage free)
-//              → issue copies(i+1) → compute(i) from registers + operand stage i&1
-//              → plan(i+2) (its index loads stall while copies(i+1) are in flight)
-// Needs stream_layout(): 16-byte aligned row strides, conv slot stride and SD column
-// stride; the window of a head's channels is copied as stored (DS or SD).
+// kda/cuda/stream_kernel.cuh — the per-item body of the WS variant (ws_kernel.cuh): an
+// item whose state rows are in registers and whose operands (window as stored, x / f_a /
+// out-gate rows, pending records) sit in a shared-memory stage. (It began as the body of a
+// persistent cp.async "Stream" variant, removed once the Split/Wide kernel beat it
+// everywhere; docs/PERFORMANCE.md.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -346,68 +338,5 @@ struct StreamKernel {
     if constexpr (kEndBarrier) sync();
   }
 };
-
-template <class StateT>
-__global__ void __launch_bounds__(cuda_config::kStreamThreads, 2) kda_stream_kernel(const __grid_constant__ StepParams p) {
-  using KS = StreamKernel<StateT>;
-  extern __shared__ float4 smem4[];
-  const int state_bytes = sizeof(StateT);
-  const cuda_config::StreamSmem L{p.q, p.window, p.conv_f32 ? 4 : 2, state_bytes, p.mode == int(StepMode::kFused)};
-  KS ks{p,
-        L,
-        reinterpret_cast<char*>(smem4),
-        reinterpret_cast<float*>(reinterpret_cast<char*>(smem4) + L.scratch()),
-        int(threadIdx.x),
-        int(threadIdx.x & 31),
-        int(threadIdx.x >> 5)};
-  const int64_t items = int64_t(p.B) * p.H;
-  const int64_t i0 = int64_t(blockIdx.x) * p.items_per_cta;
-  const int64_t i1 = i0 + p.items_per_cta < items ? i0 + p.items_per_cta : items;
-
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-  if (i0 >= i1) return;
-
-  auto pipe = ::cuda::make_pipeline();
-  // NOTES: the plans of items i, i+1, i+2 live in shared memory (a ring of three), resolved
-  // by thread 0 two items ahead: keeping them in registers next to the 64-register state
-  // tile spilled.
-  __shared__ RequestPlan plans[3];
-  auto resolve_into = [&](int64_t it) {
-    RequestPlan r;
-    r.kind = RequestKind::kPad;
-    if (it < i1) r = resolve_request(p, int(it % p.B));
-    plans[(it - i0) % 3] = r;
-  };
-  auto beta_of = [&](int64_t it) {
-    // the raw beta logit of token tid (tid < q) of item it, loaded a whole item ahead
-    if (it >= i1 || ks.tid >= p.q) return 0.f;
-    const int b = int(it % p.B), h = int(it / p.B);
-    return ld_bf16(p.beta + (int64_t(b) * p.q + ks.tid) * p.beta_row + h);
-  };
-  if (ks.tid == 0) {
-    resolve_into(i0);
-    resolve_into(i0 + 1);
-  }
-  __syncthreads();
-  float beta_cur = beta_of(i0), beta_next = beta_of(i0 + 1);
-  ks.issue(i0, plans[0], 0, pipe);
-  float4 S[KS::RPW];
-  const typename KS::HeadWeights no_weights{};  // Stream reads the weights per item
-  for (int64_t it = i0; it < i1; ++it) {
-    const int s = int((it - i0) & 1);
-    const RequestPlan& cur = plans[(it - i0) % 3];
-    pipe.consumer_wait();
-    __syncthreads();
-    if (cur.kind == RequestKind::kRun) ks.load_state(S, ks.smem);
-    __syncthreads();
-    pipe.consumer_release();
-    if (it + 1 < i1) ks.issue(it + 1, plans[(it + 1 - i0) % 3], s ^ 1, pipe);
-    ks.compute(it, cur, ks.stage(s), S, beta_cur, no_weights);  // ends with a barrier: plans[(it+2)%3] is free
-    if (ks.tid == 0) resolve_into(it + 2);
-    beta_cur = beta_next;
-    beta_next = beta_of(it + 2);
-  }
-}
 
 }  // namespace kda::cuda

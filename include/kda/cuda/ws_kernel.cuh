@@ -43,17 +43,6 @@
 
 namespace kda::cuda {
 
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-  }
-}
-
-/// One bulk copy (TMA) of `bytes` (multiple of 16, both ends 16-byte aligned) from global
-/// memory into this CTA's shared memory, completing on `bar`.
-__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst, src, bytes, bar);
-}
-
 // NOTES: registers. A consumer holds 16 state rows (64 registers) and its head's weights
 // (~42: F_B slice, conv taps of two channels); 256 + 32 threads may use 168 each. (512
 // consumers + the producer are 17 warps, 5 of them on one of the four schedulers' 16 K-register

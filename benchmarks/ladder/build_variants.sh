@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# benchmarks/ladder/build_variants.sh — kda_bench (or, with TARGET=kda_cuda_tests, the GPU
+# test) binaries that differ only in the planner's compile-time knobs (include/kda/heuristics.h:
+# KDA_STEP_CTAS_PER_SM, KDA_STEP_MAX_STAGES, KDA_STEP_ITEMS), for the rungs of the Split/Wide
+# ladder. Only src/plan.cpp reads the knobs: it is compiled again per variant and linked ahead
+# of the library built in BUILD (default build/gpu).
+#
+#   benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
+#   e.g. benchmarks/ladder/build_variants.sh .gpu/bin g1="" g2="-DKDA_STEP_ITEMS=2"
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build/gpu}
+out=$1
+shift
+mkdir -p "$out"
+TARGET=${TARGET:-kda_bench}
+case $TARGET in
+  kda_bench) obj="$BUILD/benchmarks/CMakeFiles/kda_bench.dir/kda_bench.cpp.o"; extra=() ;;
+  kda_cuda_tests) obj="$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir/test_cuda.cpp.o"
+    extra=("$(find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1)" "$(find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1)") ;;
+  *) echo "TARGET: kda_bench or kda_cuda_tests" >&2; exit 2 ;;
+esac
+ninja -C "$BUILD" "$TARGET" >/dev/null
+cudalib=$(dirname "$(command -v nvcc)")/../targets/x86_64-linux/lib
+for spec in "$@"; do
+  name=${spec%%=*}
+  defs=${spec#*=}
+  # shellcheck disable=SC2086
+  c++ -DKDA_WITH_CUDA=1 -Iinclude -Isrc -isystem "$(dirname "$(command -v nvcc)")/../include" -O3 -DNDEBUG \
+    -ffp-contract=off -std=gnu++20 $defs -c src/plan.cpp -o "$out/plan_$name.o"
+  c++ -O3 "$obj" "$out/plan_$name.o" -o "$out/${TARGET}_$name" \
+    -L"$cudalib" "$BUILD/libkda_core.a" "${extra[@]}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
+  rm -f "$out/plan_$name.o"
+  echo "$out/${TARGET}_$name ($defs)"
+done

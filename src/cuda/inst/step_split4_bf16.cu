@@ -1,3 +1,0 @@
-// Instantiation: Split/Wide step kernel, SPLIT = 4, bf16 state.
-#include "../step_launch.cuh"
-KDA_INSTANTIATE_STEP(4, uint16_t)

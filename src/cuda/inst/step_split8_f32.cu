@@ -1,3 +1,0 @@
-// Instantiation: Split/Wide step kernel, SPLIT = 8, f32 state.
-#include "../step_launch.cuh"
-KDA_INSTANTIATE_STEP(8, float)

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Mutation check of the test suite: plants realistic bugs in the CPU backend, one at a time,
+and confirms that the suite fails on each.
+
+    python3 tests/mutation.py                 # every mutation, C++ and Python suites
+    python3 tests/mutation.py --list          # the mutations
+    python3 tests/mutation.py --only rms-eps-fixed,conv-width-fixed --suite cpp
+
+Run it when changing the tests (it is not part of CI). It works on a scratch copy of the
+sources under build/mutation/ (the work tree is never modified): a CPU-only build
+(KDA_CPU_ONLY) of the library, the GoogleTest suite and the Python extension. It first checks
+that both suites pass on the unmodified copy, then for each mutation rewrites
+src/cpu/cpu_backend.cpp of the copy, rebuilds, runs the CPU C++ suite (kda_tests, all tests,
+failures counted) and the Python suite (pytest -x: the first failing test), and restores the
+file. Every GPU variant is judged against the CPU backend, so a bug the suite cannot see here
+hides the same bug in the kernels. Exit status 1 when a mutation is missed by both suites.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = "src/cpu/cpu_backend.cpp"
+
+# (name, what the bug is, [(original text, replacement)]): each original must occur exactly once.
+MUTATIONS = [
+    ("rms-eps-fixed", "the RMSNorm epsilon hard-coded to 1e-5 instead of the layer's eps",
+     [("sqrtf(ss / float(K) + p.eps)", "sqrtf(ss / float(K) + 1e-5f)")]),
+    ("conv-width-fixed", "the conv width hard-coded to W = 4 instead of the layer's W",
+     [("const int q = p.q, W = p.W, H = p.H", "const int q = p.q, W = 4, H = p.H")]),
+    ("l2-eps-outside-sqrt", "the l2-norm epsilon added outside the square root",
+     [("iq = 1.0f / sqrtf(sq + kL2Eps), ik = 1.0f / sqrtf(sk + kL2Eps)",
+       "iq = 1.0f / (sqrtf(sq) + kL2Eps), ik = 1.0f / (sqrtf(sk) + kL2Eps)")]),
+    ("q-scale-missing", "q not scaled by 128^-0.5",
+     [("qn[t * K + i] = yq[i] * iq * kQScale;", "qn[t * K + i] = yq[i] * iq;")]),
+    ("decay-after-dot", "u computed from the state before the decay",
+     [("Sv[i] *= e[i];\n          dot = fmaf(Sv[i], kt[i], dot);",
+       "dot = fmaf(Sv[i], kt[i], dot);\n          Sv[i] *= e[i];")]),
+    ("bf16-fused-not-continued", "a bf16-state fused step continues from the unrounded fold, not from what it stored",
+     [("for (auto& s : S) s = round_bf16(s);", "(void)S;")]),
+    ("fused-pending-kept", "a fused step does not zero pending",
+     [("if (mode == StepMode::kFused) p.pending[r.row * p.pending_stride] = 0;", "")]),
+    ("conv-bias-channel", "the conv bias indexed by the channel within its q/k/v block",
+     [("float a = p.conv_b ? p.conv_b[c] : 0.f;", "float a = p.conv_b ? p.conv_b[cc] : 0.f;")]),
+    ("beta-head-0", "every head takes the beta logit of head 0",
+     [("p.beta[int64_t(b * q + t) * p.beta_row + h]", "p.beta[int64_t(b * q + t) * p.beta_row]")]),
+    ("pad-token-null-written", "a per-token write skips negative ids only (writes the null slot)",
+     [("if (!is_pad_id(dst, p.null_slot))\n", "if (dst >= 0)\n")]),
+    ("commit-one-short", "commit folds one record fewer than asked",
+     [("c.row, h, c.count);", "c.row, h, c.count - 1);")]),
+]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def run(cmd, cwd=None, env=None, timeout=None):
+    """(returncode, combined output); a timeout reads as returncode -9."""
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return -9, out + "\n<timeout>"
+
+
+def copy_tree(dst):
+    """The sources the build and the tests need, copied fresh (no build outputs)."""
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+    os.makedirs(dst)
+    for name in ("CMakeLists.txt", "pyproject.toml", "include", "src", "csrc", "python", "tests", "examples", "docs"):
+        s = os.path.join(ROOT, name)
+        if os.path.isdir(s):
+            # plain copies (fresh modification times): the build must not take an object compiled
+            # from a mutant in an earlier run for the restored source
+            shutil.copytree(s, os.path.join(dst, name), ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+                            copy_function=shutil.copy)
+        elif os.path.exists(s):
+            shutil.copy(s, os.path.join(dst, name))
+
+
+class Scratch:
+    def __init__(self, base, jobs):
+        self.base, self.jobs = base, jobs
+        self.tree = os.path.join(base, "tree")
+        self.build = os.path.join(base, "build")
+        self.pkg = os.path.join(base, "pkg")
+        self.env = dict(os.environ, KDA_CPU_ONLY="1")
+
+    def setup(self):
+        copy_tree(self.tree)
+        gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+        rc, out = run(["cmake", "-S", self.tree, "-B", self.build, *gen, "-DKDA_CPU_ONLY=ON", "-DKDA_BUILD_TESTS=ON",
+                       "-DKDA_BUILD_PYTHON=ON", "-DCMAKE_BUILD_TYPE=Release",
+                       f"-DPython_EXECUTABLE={sys.executable}"], env=self.env)
+        if rc:
+            sys.exit("cmake failed:\n" + out[-3000:])
+        with open(os.path.join(self.tree, TARGET)) as f:
+            self.pristine = f.read()
+
+    def write_target(self, text):
+        with open(os.path.join(self.tree, TARGET), "w") as f:
+            f.write(text)
+
+    def compile(self):
+        """Builds the C++ suite and the extension; lays out the package for PYTHONPATH."""
+        rc, out = run(["cmake", "--build", self.build, "-j", str(self.jobs), "--target", "kda_tests", "_core"],
+                      env=self.env)
+        if rc:
+            return out
+        if os.path.exists(self.pkg):
+            shutil.rmtree(self.pkg)
+        shutil.copytree(os.path.join(self.tree, "python", "kda_decode"), os.path.join(self.pkg, "kda_decode"))
+        for f in os.listdir(self.build):
+            if f.startswith("_core") and f.endswith(".so"):
+                shutil.copy2(os.path.join(self.build, f), os.path.join(self.pkg, "kda_decode", f))
+        return None
+
+    def cpp(self, timeout):
+        """(failed test count or a word, first failed test names)."""
+        exe = os.path.join(self.build, "tests", "cpp", "kda_tests")
+        t0 = time.time()
+        rc, out = run([exe, "--gtest_brief=1"], env=self.env, timeout=timeout)
+        dt = time.time() - t0
+        failed = re.findall(r"^\[  FAILED  \] (\S+\.\S+)", out, re.M)
+        failed = sorted(set(f for f in failed if not f.endswith(",")))
+        if rc == -9:
+            return "timeout", failed, dt
+        if rc == 0:
+            return 0, [], dt
+        if not failed:
+            return "crash", [], dt  # died before the summary (e.g. an out-of-bounds access)
+        return len(failed), failed, dt
+
+    def python(self, timeout):
+        """(passed: bool, first failing test or '', seconds)."""
+        env = dict(self.env, PYTHONPATH=self.pkg + os.pathsep + self.env.get("PYTHONPATH", ""))
+        t0 = time.time()
+        rc, out = run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "."],
+                      cwd=os.path.join(self.tree, "tests", "python"), env=env, timeout=timeout)
+        dt = time.time() - t0
+        if rc == 0:
+            return True, "", dt
+        m = re.search(r"^FAILED (\S+)", out, re.M) or re.search(r"^ERROR (\S+)", out, re.M)
+        first = m.group(1) if m else ("timeout" if rc == -9 else f"exit {rc}")
+        return False, first, dt
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated mutation names")
+    ap.add_argument("--suite", choices=["cpp", "python", "both"], default="both")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")))
+    ap.add_argument("--scratch", default=os.path.join(ROOT, "build", "mutation"))
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per suite run")
+    a = ap.parse_args(argv)
+    muts = MUTATIONS
+    if a.list:
+        for name, what, _ in muts:
+            print(f"{name:26s} {what}")
+        return 0
+    if a.only:
+        want = a.only.split(",")
+        unknown = set(want) - {m[0] for m in muts}
+        if unknown:
+            sys.exit(f"unknown mutations: {sorted(unknown)}")
+        muts = [m for m in muts if m[0] in want]
+
+    sc = Scratch(a.scratch, a.jobs)
+    log(f"mutation: scratch copy in {sc.base}")
+    sc.setup()
+    for name, _, edits in muts:
+        for old, _new in edits:
+            n = sc.pristine.count(old)
+            if n != 1:
+                sys.exit(f"mutation {name}: the text to replace occurs {n} times in {TARGET} (expected once): "
+                         f"{old!r}")
+    do_cpp, do_py = a.suite in ("cpp", "both"), a.suite in ("python", "both")
+
+    t0 = time.time()
+    err = sc.compile()
+    if err:
+        sys.exit("the unmodified copy does not build:\n" + err[-3000:])
+    if do_cpp:
+        n, failed, dt = sc.cpp(a.timeout)
+        if n != 0:
+            sys.exit(f"the C++ suite fails on the unmodified copy ({n}): {failed[:5]}")
+        log(f"baseline: C++ suite passes ({dt:.0f} s)")
+    if do_py:
+        ok, first, dt = sc.python(a.timeout)
+        if not ok:
+            sys.exit(f"the Python suite fails on the unmodified copy: {first}")
+        log(f"baseline: Python suite passes ({dt:.0f} s)")
+
+    rows = []
+    try:
+        for name, what, edits in muts:
+            text = sc.pristine
+            for old, new in edits:
+                text = text.replace(old, new)
+            sc.write_target(text)
+            err = sc.compile()
+            if err:
+                rows.append((name, "build failed", "-", False))
+                log(f"{name}: the mutant does not build (fix the mutation):\n{err[-1500:]}")
+                continue
+            cpp_s, py_s, caught = "-", "-", False
+            if do_cpp:
+                n, failed, dt = sc.cpp(a.timeout)
+                caught |= n != 0
+                cpp_s = ("0 failed" if n == 0 else f"{n} failed" if isinstance(n, int) else n) + f" ({dt:.0f} s)"
+                if failed:
+                    cpp_s += ", e.g. " + ", ".join(failed[:2])
+            if do_py:
+                ok, first, dt = sc.python(a.timeout)
+                caught |= not ok
+                py_s = ("passed" if ok else f"failed at {first}") + f" ({dt:.0f} s)"
+            rows.append((name, cpp_s, py_s, caught))
+            log(f"{name}: {'CAUGHT' if caught else 'MISSED'} — C++: {cpp_s}; Python: {py_s}")
+    finally:
+        sc.write_target(sc.pristine)
+
+    log("")
+    log(f"{'mutation':26s} {'result':7s} C++ suite (kda_tests) | Python suite (pytest -x)")
+    for name, cpp_s, py_s, caught in rows:
+        log(f"{name:26s} {'caught' if caught else 'MISSED':7s} {cpp_s} | {py_s}")
+    missed = [r[0] for r in rows if not r[3]]
+    log(f"mutation: {len(rows) - len(missed)} of {len(rows)} caught, {len(missed)} missed"
+        f"{' (' + ', '.join(missed) + ')' if missed else ''}; {time.time() - t0:.0f} s")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
