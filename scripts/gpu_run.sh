@@ -15,7 +15,8 @@
 #              and on SanitizerMatrix.* (every variant × step kind); SANITIZER_SETS="filter matrix"
 #   bench      benchmarks/kda_bench decode table (BENCHMARKS.md protocol) + verify rows
 #   sweep      the policy sweep (SWEEP_H, SWEEP_B, SWEEP_VH, SWEEP_VB, SWEEP_Q, SWEEP_VARIANTS)
-#              and benchmarks/policy_eval.py on it
+#              and benchmarks/policy_eval.py on it; a line per run with ETA at a terminal
+#              (SWEEP_PROGRESS=1 forces it, CI silences it)
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
@@ -143,14 +144,48 @@ fi
 if has sweep; then
   # the policy sweep (issue "Performance"): decode over SWEEP_H × SWEEP_B and the verify kinds
   # over SWEEP_VH × SWEEP_VB × SWEEP_Q, each for SWEEP_VARIANTS; then policy_eval.py scores
-  # include/kda/heuristics.h against it (copy the CSVs to docs/data/ to keep them)
+  # include/kda/heuristics.h against it (copy the CSVs to docs/data/ to keep them).
+  # One kda_bench run per H (decode, then verify), appended to one CSV per kind; at a terminal
+  # (or SWEEP_PROGRESS=1; never with CI set) a line per run with elapsed time and ETA, the ETA
+  # weighing each run by H × its points.
   t=$SECONDS
   bin="$BENCH_BIN"
   V=${SWEEP_VARIANTS:-wide,ws}
-  "$bin" --H "${SWEEP_H:-3,6,12,24,32,48,96}" --B "${SWEEP_B:-1,2,4,8,16,32,64,128,256,512}" --mode decode \
-    --variant "$V" --csv "$OUT/sweep_decode.csv" >"$OUT/sweep_decode.txt" 2>&1
-  "$bin" --H "${SWEEP_VH:-12,96}" --B "${SWEEP_VB:-1,8,64,256}" --mode per_token,record,fused --q "${SWEEP_Q:-1,2,8}" \
-    --variant "$V" --csv "$OUT/sweep_verify.csv" >"$OUT/sweep_verify.txt" 2>&1
+  SB=${SWEEP_B:-1,2,4,8,16,32,64,128,256,512}; VB=${SWEEP_VB:-1,8,64,256}; SQ=${SWEEP_Q:-1,2,8}
+  IFS=, read -ra sh <<< "${SWEEP_H:-3,6,12,24,32,48,96}"
+  IFS=, read -ra svh <<< "${SWEEP_VH:-12,96}"
+  IFS=, read -ra nsb <<< "$SB"; IFS=, read -ra nvb <<< "$VB"; IFS=, read -ra nsq <<< "$SQ"
+  sweep_progress=${SWEEP_PROGRESS:-}
+  if [[ -z $sweep_progress ]]; then
+    sweep_progress=0
+    [[ -t 1 && -z ${CI:-} ]] && sweep_progress=1
+  fi
+  [[ -n ${CI:-} ]] && sweep_progress=0
+  runs=(); weights=(); total_w=0
+  for h in "${sh[@]}"; do runs+=("decode $h"); w=$((h * ${#nsb[@]})); weights+=("$w"); total_w=$((total_w + w)); done
+  for h in "${svh[@]}"; do runs+=("verify $h"); w=$((h * ${#nvb[@]} * ${#nsq[@]} * 3)); weights+=("$w"); total_w=$((total_w + w)); done
+  : >"$OUT/sweep_decode.txt"; : >"$OUT/sweep_verify.txt"; rm -f "$OUT/sweep_decode.csv" "$OUT/sweep_verify.csv"
+  done_w=0
+  for i in "${!runs[@]}"; do
+    read -r kind h <<< "${runs[$i]}"
+    ts=$SECONDS
+    if [[ $kind == decode ]]; then
+      args=(--H "$h" --B "$SB" --mode decode)
+    else
+      args=(--H "$h" --B "$VB" --mode per_token,record,fused --q "$SQ")
+    fi
+    "$bin" "${args[@]}" --variant "$V" --csv "$OUT/sweep_part.csv" >>"$OUT/sweep_$kind.txt" 2>&1
+    if [[ -f $OUT/sweep_part.csv ]]; then
+      if [[ -f $OUT/sweep_$kind.csv ]]; then tail -n +2 "$OUT/sweep_part.csv" >>"$OUT/sweep_$kind.csv"
+      else cp "$OUT/sweep_part.csv" "$OUT/sweep_$kind.csv"; fi
+      rm -f "$OUT/sweep_part.csv"
+    fi
+    done_w=$((done_w + weights[i]))
+    if [[ $sweep_progress == 1 ]]; then
+      el=$((SECONDS - t)); eta=$(( done_w > 0 ? el * (total_w - done_w) / done_w : 0 ))
+      echo "[sweep $((i + 1))/${#runs[@]}] $kind H=$h: $((SECONDS - ts)) s (elapsed $el s, ETA $eta s)"
+    fi
+  done
   python3 benchmarks/policy_eval.py "$OUT/sweep_decode.csv" "$OUT/sweep_verify.csv" >"$OUT/policy_eval.txt" 2>&1
   note "sweep: $(tail -1 "$OUT/policy_eval.txt") ($((SECONDS - t)) s)"
 fi

@@ -78,7 +78,7 @@ from .bf16 import bf16_to_float32, float32_to_bf16
 from .helpers import cuda_built, decode_conv_weight, deferred_supported, replays, stream_ctas, stream_layout
 from .prepared import PreparedKda
 
-__version__ = "0.1.0"
+from ._version import __version__  # written once, in _version.py (pyproject and CMake read it too)
 
 __all__ = [
     "ACCEPTED",

@@ -17,6 +17,10 @@ lower-bound and the softplus gate, it runs
 and prints a short report: agreement, µs per step (wall time of eager steps, host launch
 included; the benchmark in ``benchmarks/`` times by the BENCHMARKS.md protocol). Exit code
 0 only when every check passes.
+
+Run at a terminal, it also prints a line per stage (each layer and gate, each golden case)
+with the stage's time, the elapsed time and an ETA, to stderr; in CI (``CI`` set) or with
+output redirected it stays quiet (``--progress on|off`` decides instead).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 import kda_decode as kd
+from kda_decode._progress import Progress
 from kda_decode.devices import Device, cuda_usable
 
 K = 128
@@ -202,6 +207,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--golden", default="tests/golden")
+    ap.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
+                    help="a line per stage with elapsed time and ETA on stderr (auto: at a terminal, not in CI)")
     args = ap.parse_args(argv)
 
     cuda = args.device in ("auto", "cuda") and cuda_usable()
@@ -216,8 +223,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     ok = True
     rows = []
-    for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12), ("Kimi K3 shard", 96)):
-        for gate, lb in (("lower-bound", -5.0), ("softplus", None)):
+    layers = [(name, H, gate, lb) for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12),
+                                                  ("Kimi K3 shard", 96))
+              for gate, lb in (("lower-bound", -5.0), ("softplus", None))]
+    cases = sorted(glob.glob(os.path.join(args.golden, "*", "case.json")))
+    # stage weights ~ relative cost (measured on the CPU backend): a layer's work grows with H
+    # (the state is H·64 KiB per request) and with the steps, plus about 70 steps' worth for
+    # its verify steps and the agreement check; a golden case costs about a quarter of an H = 1 layer
+    layer_w = (args.steps + 70) / (64 + 70)
+    golden_w = 0.25
+    prog = Progress(sum(H * layer_w for _, H, _, _ in layers) + golden_w * len(cases), len(layers) + len(cases),
+                    enabled=None if args.progress == "auto" else args.progress == "on")
+    for name, H, gate, lb in layers:
+        with prog.stage(f"{name} H={H}, {gate} gate: {args.steps} decode steps, verify, agreement", H * layer_w):
             layer = make_layer(H, lb, seed=H)
             s, outs, us = trajectory(be, layer, H, B, args.steps, seed=H)
             ver = verify_steps(s, B, seed=H + 1)
@@ -255,16 +273,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         )
     print("(µs: median wall time of eager steps incl. host launch; benchmarks/ time by the BENCHMARKS.md protocol)")
     # golden cases
-    cases = sorted(glob.glob(os.path.join(args.golden, "*", "case.json")))
     if cases:
         from kda_decode import golden
 
         print()
         for c in cases:
-            for layout in ("ds", "sd"):
-                res = golden.run_case(os.path.dirname(c), device="cuda" if cuda else "cpu", layout=layout)
-                ok &= bool(res.passed)
-                print(("PASS " if res.passed else "FAIL ") + os.path.basename(os.path.dirname(c)) + f" [{layout}]")
+            with prog.stage(f"golden case {os.path.basename(os.path.dirname(c))}", golden_w):
+                for layout in ("ds", "sd"):
+                    res = golden.run_case(os.path.dirname(c), device="cuda" if cuda else "cpu", layout=layout)
+                    ok &= bool(res.passed)
+                    print(("PASS " if res.passed else "FAIL ") + os.path.basename(os.path.dirname(c)) + f" [{layout}]",
+                          flush=True)
     else:
         print(f"\n(no golden cases under {args.golden})")
     print("\nmain job:", "PASS" if ok else "FAIL")

@@ -354,6 +354,7 @@ class FusedKdaDecode:
                 "kda_decode.vllm.fused_kda_decode: the first call for a layer must be eager (it "
                 "copies derived weights to the device); run one eager step before CUDA-graph capture"
             )
+        _ensure_cuda_runs(A_log)  # e.g. a driver older than the toolkit: say so, with both versions
         H = int(A_log.numel())
         D = H * HEAD_DIM
         pol = Policy(gate_mode=2, variant=self.variant)
@@ -426,3 +427,151 @@ def process_weights_after_loading() -> None:
 def status() -> List[Status]:
     """:meth:`FusedKdaDecode.status` of :data:`fused_kda_decode`."""
     return fused_kda_decode.status()
+
+
+# =======================================================================================
+# Support query: vLLM's is_fused_kda_decode_supported, answered for kda-decode
+# =======================================================================================
+# vLLM asks, once per layer at construction, whether its fused decode op can serve the
+# layer (vllm/models/kimi_k3/nvidia/kda.py): heads in (12, 24, 48, 96), head_dim 128, conv
+# width 4, no speculative tokens, bf16 inputs and bf16 conv cache, and a GPU of sm_90 /
+# sm_10x / sm_12x. This query takes the same positional arguments and answers for this
+# package, with the reason; the answer is truthy exactly when supported.
+
+from ._support import NO_NORM_MISSING as _NO_NORM_MISSING  # noqa: E402
+from ._support import Support  # noqa: E402
+from ._support import cuda_device_support as _cuda_device_support  # noqa: E402
+from ._support import dtype_name as _dtname  # noqa: E402
+from ._support import no as _no  # noqa: E402
+from ._support import output_norm_in_core as _output_norm_in_core  # noqa: E402
+from ._support import yes as _yes  # noqa: E402
+
+
+def is_fused_kda_decode_supported(
+    num_heads: int,
+    head_dim: int = HEAD_DIM,
+    conv_width: int = 4,
+    num_spec: int = 0,
+    input_dtype: torch.dtype = torch.bfloat16,
+    conv_state_dtype: torch.dtype = torch.bfloat16,
+    *,
+    state_dtype: torch.dtype = torch.float32,
+    fuse_output_norm: bool = True,
+    device=None,
+    conv_state: Optional[torch.Tensor] = None,
+    state: Optional[torch.Tensor] = None,
+) -> "Support":
+    """Can :data:`fused_kda_decode` serve a layer of this shape, and why not (vLLM's
+    ``is_fused_kda_decode_supported``, same positional arguments).
+
+    Args:
+        num_heads: H, heads of this tensor-parallel shard (any H ≥ 1 here; vLLM: 12/24/48/96).
+        head_dim: K = V; must be 128.
+        conv_width: W, conv taps; 4 on CUDA, any W ≥ 2 on the CPU backend.
+        num_spec: speculative tokens per step. Must be 0: as in vLLM, the fused decode op
+            serves layers without speculative decoding (verify steps are
+            :meth:`~kda_decode.PreparedKda.run` with mode 'per_token' / 'record' / 'fused').
+        input_dtype: dtype of x, raw_g, raw_beta, output_gate; must be bfloat16.
+        conv_state_dtype: conv cache dtype: bfloat16 or float32.
+        state_dtype: recurrent state dtype: float32 or bfloat16 (vLLM's op: float32).
+        fuse_output_norm: False asks for vLLM's no-norm mode (``output_gate`` and
+            ``norm_weight`` None; SPEC §9's optional output norm): supported only once the
+            core has it.
+        device: where the layer runs (torch device or str); None: 'cuda' when torch sees a
+            GPU, else 'cpu'.
+        conv_state: optionally the conv cache as vLLM passes it (the logical
+            ``[slots, 3D, window]`` view); its layout is checked: SD or DS storage, any slot
+            stride (e.g. sharing a page with the state), window ≥ W − 1.
+        state: optionally the recurrent state ``[slots, H, 128, 128]``: inner dims dense,
+            any slot stride.
+    Returns:
+        :class:`Support` ``(supported, reason)``, truthy when supported; ``reason`` names
+        the backend that runs the layer, or the first thing that is not supported.
+    """
+    H, K, W = num_heads, head_dim, conv_width
+    if isinstance(H, bool) or not isinstance(H, int) or H < 1:
+        return _no(f"num_heads: expected a head count >= 1, got {H!r}")
+    if head_dim != HEAD_DIM:
+        return _no(f"head_dim: expected {HEAD_DIM} (K = V = 128 is fixed), got {head_dim}")
+    if isinstance(W, bool) or not isinstance(W, int) or W < 2:
+        return _no(f"conv_width: expected conv taps >= 2, got {W!r}")
+    if num_spec != 0:
+        return _no(f"num_spec: {num_spec} speculative tokens; the fused decode op serves layers without speculative "
+                   "decoding (as vLLM's); verify steps run through PreparedKda.run(mode='per_token'|'record'|'fused')")
+    if input_dtype != torch.bfloat16:
+        return _no(f"input_dtype: expected bfloat16 (x, raw_g, raw_beta, output_gate), got {_dtname(input_dtype)}")
+    if conv_state_dtype not in (torch.bfloat16, torch.float32):
+        return _no(f"conv_state_dtype: expected bfloat16 or float32, got {_dtname(conv_state_dtype)}")
+    if state_dtype not in (torch.float32, torch.bfloat16):
+        return _no(f"state_dtype: expected float32 or bfloat16, got {_dtname(state_dtype)}")
+    if not fuse_output_norm and not _output_norm_in_core():
+        return _no("fuse_output_norm=False: " + _NO_NORM_MISSING)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() and _kd.cuda_built() else "cpu"
+    dev = torch.device(device)
+    D = H * HEAD_DIM
+    if conv_state is not None:
+        why = _conv_layout_problem(conv_state, D, W, conv_state_dtype, dev)
+        if why:
+            return _no(why)
+    if state is not None:
+        why = _state_layout_problem(state, H, state_dtype, dev)
+        if why:
+            return _no(why)
+    if dev.type == "cuda":
+        if W != 4:
+            return _no(f"conv_width: the CUDA kernels take W = 4, got {W} (the CPU backend takes any W >= 2)")
+        dev_ok = _cuda_device_support(dev)
+        if not dev_ok:
+            return dev_ok
+        backend = dev_ok.reason
+    elif dev.type == "cpu":
+        backend = "CPU backend"
+    else:
+        return _no(f"device: expected a CUDA or CPU device, got {dev}")
+    gate_note = "output norm fused" if fuse_output_norm else "no output norm"
+    return _yes(f"fused decode on the {backend}: H={H} (any H; vLLM's kernel takes 12/24/48/96), W={W}, "
+                f"{_dtname(conv_state_dtype)} conv cache (SD or DS), {_dtname(state_dtype)} state, "
+                f"softplus or lower-bound gate, {gate_note}")
+
+
+def _conv_layout_problem(conv_state, D, W, dtype, dev) -> Optional[str]:
+    if conv_state.dtype != dtype:
+        return f"conv_state: dtype {_dtname(conv_state.dtype)} differs from conv_state_dtype {_dtname(dtype)}"
+    if conv_state.device.type != dev.type:
+        return f"conv_state: on {conv_state.device}, the layer runs on {dev}"
+    if conv_state.dim() != 3 or conv_state.shape[1] != 3 * D:
+        return (f"conv_state: expected the logical [slots, 3D={3 * D}, window] view vLLM passes, got shape "
+                f"{tuple(conv_state.shape)}")
+    if conv_state.shape[2] < W - 1:
+        return f"conv_state: window {conv_state.shape[2]} < W - 1 = {W - 1} columns"
+    if not (conv_state.stride(1) == 1 or conv_state.stride(2) == 1 or conv_state.shape[2] == 1):
+        return (f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), got strides "
+                f"{conv_state.stride()}")
+    return None
+
+
+def _state_layout_problem(state, H, dtype, dev) -> Optional[str]:
+    if state.dtype != dtype:
+        return f"state: dtype {_dtname(state.dtype)} differs from state_dtype {_dtname(dtype)}"
+    if state.device.type != dev.type:
+        return f"state: on {state.device}, the layer runs on {dev}"
+    if state.dim() != 4 or tuple(state.shape[1:]) != (H, HEAD_DIM, HEAD_DIM):
+        return f"state: expected [slots, H={H}, 128, 128], got shape {tuple(state.shape)}"
+    inner = (HEAD_DIM * HEAD_DIM, HEAD_DIM, 1)
+    if tuple(state.stride()[1:]) != inner or (state.shape[0] > 1 and state.stride(0) < H * HEAD_DIM * HEAD_DIM):
+        return (f"state: expected dense [H, V, K] slots (strides (>= {H * HEAD_DIM * HEAD_DIM}, {inner[0]}, "
+                f"{inner[1]}, 1)), got strides {state.stride()}")
+    return None
+
+
+def _ensure_cuda_runs(t: torch.Tensor) -> None:
+    """Raises RuntimeError naming what was found (e.g. the toolkit and driver versions) when
+    the CUDA backend cannot run on ``t``'s device; no-op on the CPU."""
+    if t.is_cuda:
+        ok = _cuda_device_support(t.device)
+        if not ok:
+            raise RuntimeError("kda_decode.vllm.fused_kda_decode: " + ok.reason)
+
+
+__all__ += ["is_fused_kda_decode_supported", "Support"]

@@ -208,7 +208,7 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   plan.gate_mode = gm;
   const Context ctx{key, layer, dev};
   const bool forced = policy.variant != Variant::kAuto;
-  const Variant v = forced ? policy.variant : heuristics::auto_variant(ctx.items(), key.mode);
+  const Variant v = forced ? policy.variant : heuristics::auto_variant(ctx.items(), key.mode, key.q);
   return plan_cuda(ctx, plan, v, forced);
 }
 

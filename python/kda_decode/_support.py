@@ -1,0 +1,85 @@
+"""Shared pieces of the engine adapters' support queries (kda_decode.vllm,
+kda_decode.sglang): the answer type, the core features they depend on, device checks."""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Dict, NamedTuple, Tuple
+
+
+class Support(NamedTuple):
+    """The answer of a support query: ``(supported, reason)``.
+
+    Truthy exactly when supported, so it stands in for a plain bool in an engine's
+    ``if is_fused_kda_decode_supported(...)``; unpacks as ``ok, reason = ...``. ``reason``
+    says which backend runs the layer, or what is not supported and what would be.
+    """
+
+    supported: bool
+    reason: str
+
+    def __bool__(self) -> bool:  # a non-empty tuple would always be truthy
+        return bool(self.supported)
+
+
+def yes(reason: str) -> Support:
+    return Support(True, reason)
+
+
+def no(reason: str) -> Support:
+    return Support(False, reason)
+
+
+@functools.lru_cache(maxsize=None)
+def output_norm_in_core() -> bool:
+    """Whether the core offers SPEC §9's optional output norm (``PreparedKda(output_norm=...)``).
+
+    The adapters' no-norm mode (vLLM's ``fuse_output_norm=False``; SGLang's decode backend,
+    whose model applies ``o_norm`` itself) is reported and accepted only once it exists.
+    """
+    import kda_decode as kd
+
+    try:
+        return "output_norm" in inspect.signature(kd.PreparedKda.__init__).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a C-implemented signature
+        return False
+
+
+NO_NORM_MISSING = ("the no-norm mode (out = bf16(o), no RMSNorm and no output gate: SPEC §9's optional output "
+                   "norm) needs PreparedKda(output_norm=False), which this kda_decode does not have yet; pass the "
+                   "output gate and the norm weight to fuse the gated RMSNorm instead")
+
+_DEVICE_CACHE: Dict[Tuple[str, int], Support] = {}
+
+
+def cuda_device_support(device) -> Support:
+    """Can this build run its CUDA backend on ``device`` (a torch device or 'cuda:N')?
+
+    Host-side queries only (torch's device capability and the driver through libcuda),
+    cached per device: cheap enough for every call, and safe during CUDA-graph capture.
+    """
+    import torch
+
+    import kda_decode as kd
+    from . import build_info
+
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return yes("CPU backend")
+    if not kd.cuda_built():
+        return no(build_info.cuda_problem() or "kda_decode was built without the CUDA backend")
+    if not torch.cuda.is_available():
+        return no("no CUDA device is visible to torch")
+    idx = torch.cuda.current_device() if dev.index is None else dev.index
+    key = ("cuda", idx)
+    hit = _DEVICE_CACHE.get(key)
+    if hit is None:
+        cap = torch.cuda.get_device_capability(idx)
+        why = build_info.cuda_problem(cap)
+        hit = no(why) if why is not None else yes(f"CUDA backend (sm_{cap[0]}{cap[1]})")
+        _DEVICE_CACHE[key] = hit
+    return hit
+
+
+def dtype_name(dt) -> str:
+    return str(dt).replace("torch.", "")
