@@ -22,6 +22,7 @@ struct StepParams {
   int32_t has_lower_bound = 0;
   float lower_bound = 0.f;
   float eps = 1e-5f;      ///< RMSNorm epsilon
+  int32_t output_norm = 1;  ///< 0: out = bf16(o), no RMSNorm, no output gate (SPEC §9); out_gate unread
 
   // ---- per-row inputs: bf16, unit inner stride, row stride in elements ----------------
   const uint16_t* qkv = nullptr;       ///< [rows, 3D]

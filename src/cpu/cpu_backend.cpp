@@ -219,7 +219,12 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
         if (!is_pad_id(dst, p.null_slot))
           state_store(p.state, p.state_bf16, p.state_slot_stride, dst, h, S.data());
       }
-      // ---- gated RMSNorm -> bf16 out ------------------------------------------------------
+      // ---- gated RMSNorm -> bf16 out (SPEC §9 without the output norm: bf16(o)) -----------
+      if (!p.output_norm) {
+        uint16_t* dst = p.out + int64_t(b * q + t) * p.out_row + h * K;
+        for (int v = 0; v < K; ++v) dst[v] = f32_to_bf16(o[v]);
+        continue;
+      }
       float ss = 0.f;
       for (int v = 0; v < K; ++v) ss = fmaf(o[v], o[v], ss);
       const float rr = 1.0f / sqrtf(ss / float(K) + p.eps);

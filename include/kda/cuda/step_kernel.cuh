@@ -223,8 +223,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   if constexpr (T::kQ == 1) load_window();
   if (gate_from_fb)
     for (int i = tid; i < q * kRank; i += NT) s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
-  for (int i = tid; i < q * RC; i += NT)
-    s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
+  if (p.output_norm)
+    for (int i = tid; i < q * RC; i += NT)
+      s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
   if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
   if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q) s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
   __syncthreads();  // staged inputs
@@ -474,6 +475,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   }
   for (int i = tid; i < q * RC; i += NT) {
     const int t = i / RC, v = rank * RC + i % RC;
+    if (!p.output_norm) {  // SPEC §9: out = bf16(o)
+      p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i]);
+      continue;
+    }
     float ss = 0.f;
     if constexpr (SPLIT == 1) {
       // NOTES: a warp's 32 outputs share one token (256 threads, 128 outputs per token), so

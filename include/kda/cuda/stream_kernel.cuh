@@ -326,6 +326,10 @@ struct StreamKernel {
       for (int j = lane; j < K; j += 32) sum = fmaf(s_o[t * K + j], s_o[t * K + j], sum);
       sum = warp_sum(sum);
       const float rn = 1.0f / sqrtf(sum / float(K) + p.eps);
+      if (!p.output_norm) {  // SPEC §9: out = bf16(o), the out gate is not staged
+        p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i]);
+        continue;
+      }
       const float gate = sigmoidf_(bf16_to_f32(sog[i]));
       const float nw = kHoldWeights ? hw.nw : p.norm_w[v];  // v = tid % K: NT is a multiple of K
       p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * nw * gate);

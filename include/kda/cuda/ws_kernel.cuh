@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
         const int32_t pending = __shfl_sync(0xffffffffu, mr.pending, k);
         const bool recs = run && fused && pending > 0;
         const uint32_t bytes =
-            run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces + int64_t(q) * 5 * K * 2 +
+            run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces + int64_t(q) * (p.output_norm ? 5 : 4) * K * 2 +
                            (recs ? int64_t(pending) * 3 * K * 4 : 0))
                 : 0u;
         __syncwarp();  // the plain stores above are ordered before lane 0's release
@@ -191,8 +191,9 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
         }
         // per token: x rows of the q | k | v sections, f_a (or the raw gate), out gate
         const int64_t fcol = raw_gate ? int64_t(h) * K : 0;
-        for (int c = lane; c < 5 * q; c += 32) {
-          const int t = c / 5, kk = c % 5;
+        const int per_token_copies = p.output_norm ? 5 : 4;  // without the output norm: no out gate
+        for (int c = lane; c < per_token_copies * q; c += 32) {
+          const int t = c / per_token_copies, kk = c % per_token_copies;
           const int64_t rw = row_base + t;
           if (kk < 3)
             bulk_g2s(ops + L.ops.x_off() + (int64_t(t) * 3 * K + kk * K) * 2, p.qkv + rw * p.qkv_row + int64_t(kk) * D + h * K,
