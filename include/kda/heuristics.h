@@ -18,13 +18,12 @@ struct AutoRule {
   int64_t min_items;
   Variant variant;
 };
-/// decode (docs/data/sweep_s11_run3_decode.csv): Split (the item's rows over a cluster) for
-/// the smallest grids, WS where one persistent CTA per SM holds one item (around 96 items),
-/// Wide elsewhere.
-inline constexpr AutoRule kDecodeRules[] = {
-    {0, Variant::kSplit}, {17, Variant::kWide}, {64, Variant::kWS}, {133, Variant::kWide}};
-/// append: decode's table without WS (WS has no append path).
-inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {17, Variant::kWide}};
+/// decode (docs/data/sweep_s11_run3_decode.csv, H ∈ {4, 12, 24, 48, 96} × B ∈ {1 … 256}):
+/// Split (the item's rows over a cluster) up to 12 items (5–15% faster than Wide there), Wide
+/// from there (WS within 2% of it around 96 items and 6–8% faster only at H = 4, B = 32 / 64).
+inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
+/// append: decode's table (WS has no append path).
+inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 /// verify steps (docs/data/sweep_s11_run3_verify*.csv), by q: with one token the Split/Wide
 /// kernel wins every kind at every measured size (per_token 6–8%, record 12–16%, fused
 /// 14–24%); with more tokens WS's register-resident token loop wins, except record and fused

@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from ._core import HEAD_DIM, Policy, Status
 from .arguments import Caches
 from .prepared import PreparedKda
+from .helpers import cuda_built
 
 if TYPE_CHECKING:  # torch is imported where a call hands over torch tensors, not at import time
     import torch
@@ -452,10 +453,10 @@ def is_fused_kda_decode_supported(
     head_dim: int = HEAD_DIM,
     conv_width: int = 4,
     num_spec: int = 0,
-    input_dtype: torch.dtype = torch.bfloat16,
-    conv_state_dtype: torch.dtype = torch.bfloat16,
+    input_dtype: Optional[torch.dtype] = None,
+    conv_state_dtype: Optional[torch.dtype] = None,
     *,
-    state_dtype: torch.dtype = torch.float32,
+    state_dtype: Optional[torch.dtype] = None,
     fuse_output_norm: bool = True,
     device=None,
     conv_state: Optional[torch.Tensor] = None,
@@ -471,9 +472,9 @@ def is_fused_kda_decode_supported(
         num_spec: speculative tokens per step. Must be 0: as in vLLM, the fused decode op
             serves layers without speculative decoding (verify steps are
             :meth:`~kda_decode.PreparedKda.run` with mode 'per_token' / 'record' / 'fused').
-        input_dtype: dtype of x, raw_g, raw_beta, output_gate; must be bfloat16.
-        conv_state_dtype: conv cache dtype: bfloat16 or float32.
-        state_dtype: recurrent state dtype: float32 or bfloat16 (vLLM's op: float32).
+        input_dtype: dtype of x, raw_g, raw_beta, output_gate; must be bfloat16 (None: bfloat16).
+        conv_state_dtype: conv cache dtype: bfloat16 or float32 (None: bfloat16).
+        state_dtype: recurrent state dtype: float32 or bfloat16 (vLLM's op: float32; None: float32).
         fuse_output_norm: False asks for vLLM's no-norm mode (``output_gate`` and
             ``norm_weight`` None; SPEC §9's optional output norm): supported only once the
             core has it.
@@ -488,6 +489,11 @@ def is_fused_kda_decode_supported(
         :class:`Support` ``(supported, reason)``, truthy when supported; ``reason`` names
         the backend that runs the layer, or the first thing that is not supported.
     """
+    import torch  # the query answers about torch tensors; the package imports without torch
+
+    input_dtype = torch.bfloat16 if input_dtype is None else input_dtype
+    conv_state_dtype = torch.bfloat16 if conv_state_dtype is None else conv_state_dtype
+    state_dtype = torch.float32 if state_dtype is None else state_dtype
     H, K, W = num_heads, head_dim, conv_width
     if isinstance(H, bool) or not isinstance(H, int) or H < 1:
         return _no(f"num_heads: expected a head count >= 1, got {H!r}")
@@ -507,7 +513,7 @@ def is_fused_kda_decode_supported(
     if not fuse_output_norm and not _output_norm_in_core():
         return _no("fuse_output_norm=False: " + _NO_NORM_MISSING)
     if device is None:
-        device = "cuda" if torch.cuda.is_available() and _kd.cuda_built() else "cpu"
+        device = "cuda" if torch.cuda.is_available() and cuda_built() else "cpu"
     dev = torch.device(device)
     D = H * HEAD_DIM
     if conv_state is not None:

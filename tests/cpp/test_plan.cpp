@@ -272,8 +272,7 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 }
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
-  // kda/heuristics.h: decode Split up to 16 items, Wide from 17, WS at 64–132 (one persistent
-  // CTA per SM holds one item), Wide from 133; append the same without WS; verify q = 1 Wide;
+  // kda/heuristics.h: decode and append Split up to 12 items, Wide from 13; verify q = 1 Wide;
   // per_token q > 1 WS; record / fused WS, at q = 4 Wide from 3072 items; Wide wherever the
   // layout forbids bulk copies or two WS ring stages do not fit.
   const DeviceInfo d = gpu();
@@ -284,15 +283,12 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   LayerShape l4 = l;
   l4.H = 4;
   for (StepMode m : {StepMode::kDecode, StepMode::kAppend}) {
-    EXPECT_EQ(pick(m, 4, 1, l4), Variant::kSplit);  // 16 items
-    EXPECT_EQ(pick(m, 5, 1, l4), Variant::kWide);   // 20
+    EXPECT_EQ(pick(m, 3, 1, l4), Variant::kSplit);  // 12 items
+    EXPECT_EQ(pick(m, 4, 1, l4), Variant::kWide);   // 16
     EXPECT_EQ(pick(m, 1, 1, l), Variant::kWide);    // 32
-    EXPECT_EQ(pick(m, 5, 1, l), Variant::kWide);    // 160
+    EXPECT_EQ(pick(m, 3, 1, l), Variant::kWide);    // 96
     EXPECT_EQ(pick(m, 256, 1, l), Variant::kWide);
   }
-  EXPECT_EQ(pick(StepMode::kDecode, 2, 1, l), Variant::kWS);      // 64
-  EXPECT_EQ(pick(StepMode::kDecode, 4, 1, l), Variant::kWS);      // 128
-  EXPECT_EQ(pick(StepMode::kAppend, 3, 1, l), Variant::kWide);    // 96: no WS append path
   EXPECT_EQ(pick(StepMode::kPerToken, 1, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 1, l), Variant::kWide);  // q = 1: Wide everywhere
