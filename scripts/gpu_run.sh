@@ -90,7 +90,17 @@ has cuda && run_gtest cuda-tests "$CUDA_TESTS_BIN"
 
 if has pytest || has golden || has fuzz || has regress; then
   t=$SECONDS
-  if python3 -m pip install -q --no-build-isolation --no-deps . >"$OUT/pip.log" 2>&1; then
+  # WHEEL: a wheel built on the development machine (KDA_CUDA_ARCHS=90a python3.12 -m pip
+  # wheel --no-deps -w .whl .), carried with the call: installed instead of building here
+  if [[ -n ${WHEEL:-} ]]; then
+    if python3 -m pip install -q --no-deps --no-compile --force-reinstall --target /tmp/kda-site $WHEEL >"$OUT/pip.log" 2>&1; then
+      export PYTHONPATH=/tmp/kda-site${PYTHONPATH:+:$PYTHONPATH}
+      note "pip install (carried wheel): ok ($((SECONDS - t)) s)"
+    else
+      tail -30 "$OUT/pip.log"
+      note "pip install (carried wheel): FAILED"
+    fi
+  elif python3 -m pip install -q --no-build-isolation --no-deps . >"$OUT/pip.log" 2>&1; then
     note "pip install: ok ($((SECONDS - t)) s)"
   else
     tail -30 "$OUT/pip.log"
@@ -112,7 +122,7 @@ fi
 
 if has pytest; then
   t=$SECONDS
-  (cd /tmp && python3 -m pytest -q "$OLDPWD/tests/python" -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"}) >"$OUT/pytest.log" 2>&1
+  (cd /tmp && timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest -q "$OLDPWD/tests/python" -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"}) >"$OUT/pytest.log" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] && grep -E "Error|error|assert|FAILED" "$OUT/pytest.log" | head -30
   note "pytest: rc=$rc $(tail -1 "$OUT/pytest.log") ($((SECONDS - t)) s)"
