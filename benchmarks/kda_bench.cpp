@@ -35,13 +35,13 @@ namespace {
 using namespace kda;
 constexpr int K = 128, W = 4;
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                             \
-    }                                                                                           \
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 std::vector<int> parse_list(const std::string& s) {
@@ -121,8 +121,10 @@ void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32, float scale
   const size_t chunk = std::min(size_t(1) << 22, (bytes + 15) / 16 * 16);
   std::vector<unsigned char> h(chunk);
   std::normal_distribution<float> d(0.f, scale);
-  if (f32) for (size_t i = 0; i < chunk / 4; ++i) reinterpret_cast<float*>(h.data())[i] = d(rng);
-  else for (size_t i = 0; i < chunk / 2; ++i) reinterpret_cast<uint16_t*>(h.data())[i] = f32_to_bf16(d(rng));
+  if (f32)
+    for (size_t i = 0; i < chunk / 4; ++i) reinterpret_cast<float*>(h.data())[i] = d(rng);
+  else
+    for (size_t i = 0; i < chunk / 2; ++i) reinterpret_cast<uint16_t*>(h.data())[i] = f32_to_bf16(d(rng));
   // one random chunk from the host, then doubling device-to-device copies
   const size_t first = std::min(chunk, bytes);
   CK(cudaMemcpy(p, h.data(), first, cudaMemcpyHostToDevice));
@@ -155,8 +157,8 @@ double floor_bytes(StepMode mode, int H, int B, int q, int pending, bool bf16_st
     // back, step j of the rest folds j records: (Qr + 1) / 2 records read per step
     case StepMode::kAppend: state = tile + tile / Qr + rec * (1 + (Qr + 1) / 2.0); break;
   }
-  const double conv = 3.0 * K * ((W - 1) + (W - 2 + q)) * 2;  // read W-1 columns, write W-2+q
-  const double rows = q * (4.0 * K * 2 + 2 + K * 2);          // q,k,v,out_gate, beta, out
+  const double conv = 3.0 * K * ((W - 1) + (W - 2 + q)) * 2;                 // read W-1 columns, write W-2+q
+  const double rows = q * (4.0 * K * 2 + 2 + K * 2);                         // q,k,v,out_gate, beta, out
   const double per_req = q * (gate2 ? double(H) * K : double(kRank)) * 2.0;  // gate input
   const double weights = H * ((gate2 ? 0.0 : double(K) * kRank * 2) + 3.0 * W * K * 4);
   return items * (state + conv + rows) + B * per_req + weights;
@@ -275,8 +277,10 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
       int32_t* sp = static_cast<int32_t*>(slots) + size_t(group) * B * per_req;
       a.slots = mode == StepMode::kPerToken ? make_view(sp, DType::kI32, {B, q}, Device::kCUDA)
                                             : make_view(sp, DType::kI32, {B}, Device::kCUDA);
-      TensorView pv = make_view(static_cast<uint16_t*>(proj) + size_t(i) * rows * pitch, DType::kBF16, {rows, pitch}, Device::kCUDA);
-      TensorView ov = make_view(static_cast<uint16_t*>(out) + size_t(i) * rows * D, DType::kBF16, {rows, D}, Device::kCUDA);
+      TensorView pv = make_view(static_cast<uint16_t*>(proj) + size_t(i) * rows * pitch, DType::kBF16, {rows, pitch},
+                                Device::kCUDA);
+      TensorView ov =
+          make_view(static_cast<uint16_t*>(out) + size_t(i) * rows * D, DType::kBF16, {rows, D}, Device::kCUDA);
       kda.run(pv, ov, caches, a);
     }
   };
@@ -321,17 +325,28 @@ int main(int argc, char** argv) {
   int gate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--H") Hs = parse_list(v);
-    else if (k == "--B") Bs = parse_list(v);
-    else if (k == "--q") qs = parse_list(v);
-    else if (k == "--qr") qrs = parse_list(v);
-    else if (k == "--mode") mode_s = v;
-    else if (k == "--variant") variant_s = v;
-    else if (k == "--state") state_s = v;
-    else if (k == "--csv") csv = v;
-    else if (k == "--gate") gate = std::stoi(v);
-    else if (k == "--layout") layout_s = v;
-    else if (k == "--peer") peer_file = v;
+    if (k == "--H")
+      Hs = parse_list(v);
+    else if (k == "--B")
+      Bs = parse_list(v);
+    else if (k == "--q")
+      qs = parse_list(v);
+    else if (k == "--qr")
+      qrs = parse_list(v);
+    else if (k == "--mode")
+      mode_s = v;
+    else if (k == "--variant")
+      variant_s = v;
+    else if (k == "--state")
+      state_s = v;
+    else if (k == "--csv")
+      csv = v;
+    else if (k == "--gate")
+      gate = std::stoi(v);
+    else if (k == "--layout")
+      layout_s = v;
+    else if (k == "--peer")
+      peer_file = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -365,7 +380,8 @@ int main(int argc, char** argv) {
     while (std::fgets(line, sizeof line, pf)) {
       int ph, pb;
       double pus;
-      if (line[0] != '#' && std::sscanf(line, "%d,%d,%lf", &ph, &pb, &pus) == 3) peer.push_back({double(ph), double(pb), pus});
+      if (line[0] != '#' && std::sscanf(line, "%d,%d,%lf", &ph, &pb, &pus) == 3)
+        peer.push_back({double(ph), double(pb), pus});
     }
     std::fclose(pf);
   }
@@ -380,9 +396,12 @@ int main(int argc, char** argv) {
   std::printf("# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write)\n", prop.name,
               prop.multiProcessorCount, ceiling / 1e9);
   FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
-  if (f) std::fprintf(f, "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,vs_peer\n");
-  std::printf("%-9s %2s %3s %4s %-5s %1s %-2s %-12s %9s %9s %6s %7s %6s %9s %6s\n", "mode", "q", "H", "B", "state", "g", "ly",
-              "variant", "us", "floor_us", "x", "GB/s", "%ceil", "peer_us", "ours/p");
+  if (f)
+    std::fprintf(f,
+                 "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,"
+                 "vs_peer\n");
+  std::printf("%-9s %2s %3s %4s %-5s %1s %-2s %-12s %9s %9s %6s %7s %6s %9s %6s\n", "mode", "q", "H", "B", "state", "g",
+              "ly", "variant", "us", "floor_us", "x", "GB/s", "%ceil", "peer_us", "ours/p");
   for (const auto& ms : modes) {
     const StepMode m = parse_mode(ms);
     // append: the --qr list in place of --q (q = 1)
@@ -398,7 +417,8 @@ int main(int argc, char** argv) {
               r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", gate == 2, layout_s == "sd", ceiling,
                             qr > 0 ? qr : 8);
             } catch (const std::exception& e) {
-              std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state_s.c_str(), vs.c_str(), e.what());
+              std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state_s.c_str(), vs.c_str(),
+                          e.what());
               continue;
             }
             char vname[32];
@@ -413,9 +433,10 @@ int main(int argc, char** argv) {
             if (pu > 0) std::printf(" %9.2f %6.3f", pu, r.us / pu);
             std::printf("\n");
             if (f)
-              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%d,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f\n", ms.c_str(), q, H, B, vs.c_str(),
-                           r.variant, r.split, state_s.c_str(), gate, layout_s.c_str(), qr, r.us, r.floor_us, r.us / r.floor_us,
-                           r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu, pu > 0 ? r.us / pu : 0.0);
+              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%d,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f\n", ms.c_str(), q, H,
+                           B, vs.c_str(), r.variant, r.split, state_s.c_str(), gate, layout_s.c_str(), qr, r.us,
+                           r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu,
+                           pu > 0 ? r.us / pu : 0.0);
             std::fflush(stdout);
           }
   }

@@ -14,21 +14,21 @@
 // pass, GB/s (read + write) and % of the device-to-device copy ceiling measured in the same
 // run. Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a state_move.cu
 // Run: ./state_move [items (default 24576 = H 96 × B 256)]
-#include <cuda/ptx>
 #include <cuda_runtime.h>
+#include <cuda/ptx>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                                        \
-  do {                                                                                               \
-    cudaError_t e_ = (x);                                                                            \
-    if (e_ != cudaSuccess) {                                                                         \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      std::exit(1);                                                                                  \
-    }                                                                                                \
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 namespace ptx = cuda::ptx;
@@ -43,7 +43,10 @@ __global__ void __launch_bounds__(kThreads) regs_kernel(float* pool) {
   for (int i = 0; i < 16; ++i) s[i] = t[i * 32];
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
-    s[i].x *= 0.999f; s[i].y *= 0.999f; s[i].z *= 0.999f; s[i].w *= 0.999f;
+    s[i].x *= 0.999f;
+    s[i].y *= 0.999f;
+    s[i].z *= 0.999f;
+    s[i].w *= 0.999f;
     t[i * 32] = s[i];
   }
 }
@@ -72,7 +75,10 @@ __global__ void __launch_bounds__(kThreads) tma_kernel(float* pool) {
 #pragma unroll 4
   for (int i = threadIdx.x; i < kTile / 4; i += kThreads) {
     float4 v = sm[i];
-    v.x *= 0.999f; v.y *= 0.999f; v.z *= 0.999f; v.w *= 0.999f;
+    v.x *= 0.999f;
+    v.y *= 0.999f;
+    v.z *= 0.999f;
+    v.w *= 0.999f;
     dst[i] = v;
   }
 }
@@ -109,7 +115,10 @@ __global__ void __launch_bounds__(kThreads) ring_kernel(float* pool, int tiles, 
 #pragma unroll 4
     for (int i = threadIdx.x; i < kHalf / 4; i += kThreads) {
       float4 v = st[i];
-      v.x *= 0.999f; v.y *= 0.999f; v.z *= 0.999f; v.w *= 0.999f;
+      v.x *= 0.999f;
+      v.y *= 0.999f;
+      v.z *= 0.999f;
+      v.w *= 0.999f;
       dst[i] = v;
     }
     __syncthreads();  // stage s free again

@@ -31,9 +31,9 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// fit WS's ring: Wide.
 inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kWide}};
 inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kWS}};
-inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};  // record, fused at q = 1
+inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};                        // record, fused at q = 1
 inline constexpr AutoRule kVerifyQ4Rules[] = {{0, Variant::kWS}, {3072, Variant::kWide}};  // q = 4
-inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWS}};     // record, fused at other q
+inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWS}};                            // record, fused at other q
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).

@@ -7,9 +7,9 @@
 // sigmoid gate (Kimi Linear / vLLM KimiDeltaAttention).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <cmath>
 
 #if defined(__CUDACC__)
 #define KDA_HD __host__ __device__ __forceinline__

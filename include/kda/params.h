@@ -21,31 +21,31 @@ struct StepParams {
   int32_t null_slot = 0;  ///< pad id besides negatives; -1 disables
   int32_t has_lower_bound = 0;
   float lower_bound = 0.f;
-  float eps = 1e-5f;      ///< RMSNorm epsilon
+  float eps = 1e-5f;        ///< RMSNorm epsilon
   int32_t output_norm = 1;  ///< 0: out = bf16(o), no RMSNorm, no output gate (SPEC §9); out_gate unread
 
   // ---- per-row inputs: bf16, unit inner stride, row stride in elements ----------------
-  const uint16_t* qkv = nullptr;       ///< [rows, 3D]
+  const uint16_t* qkv = nullptr;  ///< [rows, 3D]
   int64_t qkv_row = 0;
   const uint16_t* out_gate = nullptr;  ///< [rows, D]
   int64_t out_gate_row = 0;
-  const uint16_t* gate_in = nullptr;   ///< [rows, R] (modes 0, 1) or [rows, D] (mode 2)
+  const uint16_t* gate_in = nullptr;  ///< [rows, R] (modes 0, 1) or [rows, D] (mode 2)
   int64_t gate_in_row = 0;
-  const uint16_t* beta = nullptr;      ///< [rows, H]
+  const uint16_t* beta = nullptr;  ///< [rows, H]
   int64_t beta_row = 0;
-  uint16_t* out = nullptr;             ///< [rows, D]
+  uint16_t* out = nullptr;  ///< [rows, D]
   int64_t out_row = 0;
 
   // ---- conv window cache, logical [slots, 3D, window] ----------------------------------
   void* conv = nullptr;
-  int32_t conv_f32 = 0;       ///< 0: bf16, 1: fp32
+  int32_t conv_f32 = 0;  ///< 0: bf16, 1: fp32
   int32_t window = 0;
-  int64_t conv_slots = 0;     ///< pool size
+  int64_t conv_slots = 0;  ///< pool size
   int64_t conv_slot_stride = 0, conv_chan_stride = 0, conv_col_stride = 0;
 
   // ---- recurrent state [slots, H, V, K], inner dense ----------------------------------
   void* state = nullptr;
-  int32_t state_bf16 = 0;     ///< 0: fp32, 1: bf16 (SPEC §9)
+  int32_t state_bf16 = 0;  ///< 0: fp32, 1: bf16 (SPEC §9)
   int64_t state_slots = 0;
   int64_t state_slot_stride = 0;  ///< elements; inner [H, V, K] dense
 
@@ -55,7 +55,7 @@ struct StepParams {
   int32_t slots_cols = 1;              ///< row width (per_token: >= q)
   const int32_t* out_slots = nullptr;  ///< decode only, optional
   int64_t out_slots_stride = 0;
-  const int32_t* accepted = nullptr;   ///< optional, default 1
+  const int32_t* accepted = nullptr;  ///< optional, default 1
   int64_t accepted_stride = 0;
   const int32_t* record_rows = nullptr;  ///< optional, default the checkpoint slot
   int64_t record_rows_stride = 0;
@@ -63,21 +63,21 @@ struct StepParams {
   // ---- records (record / fused) --------------------------------------------------------
   float* correction = nullptr;  ///< [rows_r, H, Qr, V]
   int64_t correction_row = 0;
-  float* key_gate = nullptr;    ///< [rows_r, H, Qr, 2K]: k_t then g_t
+  float* key_gate = nullptr;  ///< [rows_r, H, Qr, 2K]: k_t then g_t
   int64_t key_gate_row = 0;
-  int64_t record_rows_n = 0;    ///< rows_r
+  int64_t record_rows_n = 0;  ///< rows_r
   int32_t Qr = 0;
-  int32_t* pending = nullptr;   ///< [rows_r]
+  int32_t* pending = nullptr;  ///< [rows_r]
   int64_t pending_stride = 0;
 
   // ---- weights ---------------------------------------------------------------------------
-  const float* conv_w = nullptr;    ///< derived [3, W, D] fp32 (decode_conv_weight)
-  const float* conv_b = nullptr;    ///< [3D] or nullptr
-  const uint16_t* f_b = nullptr;    ///< [D, R] bf16 (nullptr in gate mode 2)
+  const float* conv_w = nullptr;  ///< derived [3, W, D] fp32 (decode_conv_weight)
+  const float* conv_b = nullptr;  ///< [3D] or nullptr
+  const uint16_t* f_b = nullptr;  ///< [D, R] bf16 (nullptr in gate mode 2)
   int64_t f_b_row = 0;
-  const float* A_log = nullptr;     ///< [H]
-  const float* dt_bias = nullptr;   ///< [D]
-  const float* norm_w = nullptr;    ///< [K] fp32 copy
+  const float* A_log = nullptr;    ///< [H]
+  const float* dt_bias = nullptr;  ///< [D]
+  const float* norm_w = nullptr;   ///< [K] fp32 copy
 
   // ---- caller-error report (SPEC §4) ---------------------------------------------------
   uint32_t* error_flags = nullptr;  ///< OR of ErrorFlag
@@ -88,9 +88,9 @@ struct StepParams {
   int32_t* arrivals = nullptr;  ///< [rows_r] int32, zero between launches
 
   // ---- launch facts the kernels need (set by the CUDA backend from the plan) -------------
-  int64_t items_per_cta = 1;  ///< Stream / WS: contiguous items of one persistent CTA
-  int32_t ring_stages = 0;    ///< WS: stages of the shared-memory ring
-  int32_t conv_dim_first = 1; ///< Stream: window layout in its stage (1 DS, 0 SD)
+  int64_t items_per_cta = 1;   ///< Stream / WS: contiguous items of one persistent CTA
+  int32_t ring_stages = 0;     ///< WS: stages of the shared-memory ring
+  int32_t conv_dim_first = 1;  ///< Stream: window layout in its stage (1 DS, 0 SD)
 };
 
 /// commit / flush (SPEC §4): fold records into checkpoints. Never touches the conv window.

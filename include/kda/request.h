@@ -22,12 +22,12 @@ struct RequestPlan {
   uint32_t flags = 0;
   int32_t accepted = 1;  ///< conv offset off = accepted - 1
   // Slot and row ids (int32 like the index tensors); offsets are formed in int64 at use.
-  int32_t win_in = 0;    ///< conv slot read
-  int32_t win_out = 0;   ///< conv slot written (decode: out_slots[b]; else win_in)
-  int32_t state_in = 0;  ///< state slot read (decode slot, per-token start, checkpoint)
-  int32_t state_out = 0; ///< decode: out slot; fused: checkpoint (after the fold)
-  int32_t row = 0;       ///< records row (record / fused)
-  int32_t pending = 0;   ///< records to fold first (fused, append)
+  int32_t win_in = 0;     ///< conv slot read
+  int32_t win_out = 0;    ///< conv slot written (decode: out_slots[b]; else win_in)
+  int32_t state_in = 0;   ///< state slot read (decode slot, per-token start, checkpoint)
+  int32_t state_out = 0;  ///< decode: out slot; fused: checkpoint (after the fold)
+  int32_t row = 0;        ///< records row (record / fused)
+  int32_t pending = 0;    ///< records to fold first (fused, append)
 };
 
 KDA_HD bool is_pad_id(int64_t id, int32_t null_slot) { return id < 0 || id == null_slot; }
@@ -49,8 +49,8 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
   uint32_t f = 0;
   const int32_t acc = p.accepted ? p.accepted[int64_t(b) * p.accepted_stride] : 1;
   r.accepted = acc;
-  const bool acc_ok = acc >= 1 && acc <= p.window - p.W + 2 &&
-                      (p.mode != int32_t(StepMode::kPerToken) || acc <= p.slots_cols);
+  const bool acc_ok =
+      acc >= 1 && acc <= p.window - p.W + 2 && (p.mode != int32_t(StepMode::kPerToken) || acc <= p.slots_cols);
   if (!acc_ok) f |= kAccepted;
   if (s0 >= p.conv_slots || s0 >= p.state_slots) f |= kSlotRange;
   r.win_in = s0;
@@ -62,8 +62,7 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
     case StepMode::kDecode: {
       if (p.out_slots) {
         const int32_t os = p.out_slots[int64_t(b) * p.out_slots_stride];
-        if (os < 0 || os >= p.conv_slots || os >= p.state_slots || os == p.null_slot)
-          f |= kRowRange;
+        if (os < 0 || os >= p.conv_slots || os >= p.state_slots || os == p.null_slot) f |= kRowRange;
         r.win_out = os;
         r.state_out = os;
       }
@@ -72,8 +71,10 @@ KDA_HD RequestPlan resolve_request(const StepParams& p, int b) {
     case StepMode::kPerToken: {
       if (acc_ok) {
         const int32_t st = int32_t(slot_at(p, b, acc - 1));
-        if (is_pad_id(st, p.null_slot)) f |= kPadStart;
-        else if (st >= p.state_slots) f |= kSlotRange;
+        if (is_pad_id(st, p.null_slot))
+          f |= kPadStart;
+        else if (st >= p.state_slots)
+          f |= kSlotRange;
         r.state_in = st;
       }
       for (int t = 1; t < p.q; ++t) {
@@ -123,8 +124,10 @@ KDA_HD CommitPlan resolve_commit(const CommitParams& p, int b) {
   const bool row_ok = row >= 0 && row < p.record_rows_n && row != p.null_slot;
   if (!row_ok) f |= kRowRange;
   int32_t n = 0;
-  if (p.counts) n = p.counts[int64_t(b) * p.counts_stride];
-  else if (row_ok) n = p.pending[row * p.pending_stride];
+  if (p.counts)
+    n = p.counts[int64_t(b) * p.counts_stride];
+  else if (row_ok)
+    n = p.pending[row * p.pending_stride];
   if (n < 0 || n > p.Qr) f |= kPending;
   c.slot = s;
   c.row = row;

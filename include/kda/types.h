@@ -48,12 +48,11 @@ struct TensorView {
 };
 
 /// Builds a view of a dense row-major tensor (strides derived from `shape`).
-TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
-                     Device device = Device::kCPU, int device_id = 0);
+TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device = Device::kCPU,
+                     int device_id = 0);
 /// Builds a view with explicit strides (elements).
 TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
-                     std::initializer_list<int64_t> strides, Device device = Device::kCPU,
-                     int device_id = 0);
+                     std::initializer_list<int64_t> strides, Device device = Device::kCPU, int device_id = 0);
 
 // ---------------------------------------------------------------------------------------
 // Steps (SPEC §4).
@@ -117,9 +116,9 @@ GateMode parse_gate_mode(const std::string& s);
 enum class Variant : int8_t {
   kAuto = 0,
   kCpu,
-  kSplit,    ///< an item's V rows over a thread-block cluster (small batches)
-  kWide,     ///< one CTA per item
-  kWS,       ///< warp-specialised persistent CTAs (producer warp + shared-memory ring)
+  kSplit,  ///< an item's V rows over a thread-block cluster (small batches)
+  kWide,   ///< one CTA per item
+  kWS,     ///< warp-specialised persistent CTAs (producer warp + shared-memory ring)
 };
 inline constexpr Variant kVariants[] = {Variant::kAuto, Variant::kCpu, Variant::kSplit, Variant::kWide, Variant::kWS};
 const char* variant_name(Variant v);
@@ -143,9 +142,9 @@ struct StepKeyHash {
 
 /// What the caller fixes per step key (SPEC §5).
 struct Policy {
-  int64_t pitch = 0;                   ///< packed-row pitch in elements; 0 = take it from the tensor
+  int64_t pitch = 0;  ///< packed-row pitch in elements; 0 = take it from the tensor
   GateMode gate_mode = GateMode::kAuto;
-  Variant variant = Variant::kAuto;    ///< kAuto = the planner's pick, else forced
+  Variant variant = Variant::kAuto;  ///< kAuto = the planner's pick, else forced
 };
 
 // ---------------------------------------------------------------------------------------

@@ -54,13 +54,14 @@ void parallel_for(int n, int64_t work_per_item, Fn&& fn) {
 // ---- cache accessors -------------------------------------------------------------------
 float conv_read(const StepParams& p, int64_t slot, int64_t c, int64_t col) {
   const int64_t o = slot * p.conv_slot_stride + c * p.conv_chan_stride + col * p.conv_col_stride;
-  return p.conv_f32 ? static_cast<const float*>(p.conv)[o]
-                    : bf16_to_f32(static_cast<const uint16_t*>(p.conv)[o]);
+  return p.conv_f32 ? static_cast<const float*>(p.conv)[o] : bf16_to_f32(static_cast<const uint16_t*>(p.conv)[o]);
 }
 void conv_write(const StepParams& p, int64_t slot, int64_t c, int64_t col, float v) {
   const int64_t o = slot * p.conv_slot_stride + c * p.conv_chan_stride + col * p.conv_col_stride;
-  if (p.conv_f32) static_cast<float*>(p.conv)[o] = v;
-  else static_cast<uint16_t*>(p.conv)[o] = f32_to_bf16(v);
+  if (p.conv_f32)
+    static_cast<float*>(p.conv)[o] = v;
+  else
+    static_cast<uint16_t*>(p.conv)[o] = f32_to_bf16(v);
 }
 
 /// Loads the [V, K] state of (slot, head) into S (fp32).
@@ -85,8 +86,8 @@ void state_store(void* base, int bf16, int64_t slot_stride, int64_t slot, int h,
 }
 
 /// S[v,i] = S[v,i]·e[i]; S[v,i] = fmaf(u[v], k[i], S[v,i]) for `n` records of (row, h).
-void fold_records(float* S, const float* corr, int64_t corr_row, const float* kg, int64_t kg_row,
-                  int Qr, int64_t row, int h, int n) {
+void fold_records(float* S, const float* corr, int64_t corr_row, const float* kg, int64_t kg_row, int Qr, int64_t row,
+                  int h, int n) {
   float e[K];
   for (int p = 0; p < n; ++p) {
     const float* u = corr + row * corr_row + (int64_t(h) * Qr + p) * K;
@@ -101,8 +102,7 @@ void fold_records(float* S, const float* corr, int64_t corr_row, const float* kg
 
 void zero_rows(const StepParams& p, int b) {
   const int D = p.H * K;
-  for (int t = 0; t < p.q; ++t)
-    std::fill_n(p.out + int64_t(b * p.q + t) * p.out_row, D, uint16_t(0));
+  for (int t = 0; t < p.q; ++t) std::fill_n(p.out + int64_t(b * p.q + t) * p.out_row, D, uint16_t(0));
 }
 
 void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
@@ -121,8 +121,7 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
   std::vector<float> seq(size_t(C) * L), y(size_t(q) * C);
   for (int c = 0; c < C; ++c) {
     for (int j = 0; j < W - 1; ++j) seq[size_t(c) * L + j] = conv_read(p, r.win_in, c, off + j);
-    for (int t = 0; t < q; ++t)
-      seq[size_t(c) * L + W - 1 + t] = bf16_to_f32(p.qkv[int64_t(b * q + t) * p.qkv_row + c]);
+    for (int t = 0; t < q; ++t) seq[size_t(c) * L + W - 1 + t] = bf16_to_f32(p.qkv[int64_t(b * q + t) * p.qkv_row + c]);
   }
   for (int t = 0; t < q; ++t)
     for (int c = 0; c < C; ++c) {
@@ -132,8 +131,7 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
       y[size_t(t) * C + c] = silu(a);
     }
 
-  std::vector<float> S(K * K), qn(size_t(q) * K), kn(size_t(q) * K), g(size_t(q) * K), beta(q),
-      o(K);
+  std::vector<float> S(K * K), qn(size_t(q) * K), kn(size_t(q) * K), g(size_t(q) * K), beta(q), o(K);
   // append: a full row is folded and written back first, the token's record then starts a new row
   const bool append_full = mode == StepMode::kAppend && r.pending == p.Qr;
   const int pos0 = mode == StepMode::kAppend ? (append_full ? 0 : r.pending) : 0;  // record of token 0
@@ -173,8 +171,7 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
     //      them into a running copy, written back only when the row is full (SPEC §4) ---------
     state_load(p.state, p.state_bf16, p.state_slot_stride, r.state_in, h, S.data());
     if ((mode == StepMode::kFused || mode == StepMode::kAppend) && r.pending > 0) {
-      fold_records(S.data(), p.correction, p.correction_row, p.key_gate, p.key_gate_row, p.Qr,
-                   r.row, h, r.pending);
+      fold_records(S.data(), p.correction, p.correction_row, p.key_gate, p.key_gate_row, p.Qr, r.row, h, r.pending);
       if (mode == StepMode::kFused || append_full) {
         state_store(p.state, p.state_bf16, p.state_slot_stride, r.state_in, h, S.data());
         if (p.state_bf16)
@@ -216,8 +213,7 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
       }
       if (mode == StepMode::kPerToken) {
         const int64_t dst = slot_at(p, b, t);
-        if (!is_pad_id(dst, p.null_slot))
-          state_store(p.state, p.state_bf16, p.state_slot_stride, dst, h, S.data());
+        if (!is_pad_id(dst, p.null_slot)) state_store(p.state, p.state_bf16, p.state_slot_stride, dst, h, S.data());
       }
       // ---- gated RMSNorm -> bf16 out (SPEC §9 without the output norm: bf16(o)) -----------
       if (!p.output_norm) {
@@ -230,11 +226,9 @@ void cpu_request(const StepParams& p, int b, const ErrorSink& err) {
       const float rr = 1.0f / sqrtf(ss / float(K) + p.eps);
       const uint16_t* og = p.out_gate + int64_t(b * q + t) * p.out_gate_row + h * K;
       uint16_t* dst = p.out + int64_t(b * q + t) * p.out_row + h * K;
-      for (int v = 0; v < K; ++v)
-        dst[v] = f32_to_bf16(o[v] * rr * p.norm_w[v] * sigmoidf_(bf16_to_f32(og[v])));
+      for (int v = 0; v < K; ++v) dst[v] = f32_to_bf16(o[v] * rr * p.norm_w[v] * sigmoidf_(bf16_to_f32(og[v])));
     }
-    if (mode == StepMode::kDecode)
-      state_store(p.state, p.state_bf16, p.state_slot_stride, r.state_out, h, S.data());
+    if (mode == StepMode::kDecode) state_store(p.state, p.state_bf16, p.state_slot_stride, r.state_out, h, S.data());
   }
 
   if (mode == StepMode::kFused) p.pending[r.row * p.pending_stride] = 0;
@@ -301,8 +295,7 @@ void cpu_commit(const CommitParams& p, uint32_t* flags, int32_t* index) {
       std::vector<float> S(K * K);
       for (int h = 0; h < p.H; ++h) {
         state_load(p.state, p.state_bf16, p.state_slot_stride, c.slot, h, S.data());
-        fold_records(S.data(), p.correction, p.correction_row, p.key_gate, p.key_gate_row, p.Qr,
-                     c.row, h, c.count);
+        fold_records(S.data(), p.correction, p.correction_row, p.key_gate, p.key_gate_row, p.Qr, c.row, h, c.count);
         state_store(p.state, p.state_bf16, p.state_slot_stride, c.slot, h, S.data());
       }
     }

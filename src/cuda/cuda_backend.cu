@@ -56,8 +56,9 @@ class CudaBuffer final : public Buffer {
 template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 1>(smem),
-                        cuda::set_step_attributes<SPLIT, float, 0>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 0>(smem)})
+  for (cudaError_t x :
+       {cuda::set_step_attributes<SPLIT, float, 1>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 1>(smem),
+        cuda::set_step_attributes<SPLIT, float, 0>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 0>(smem)})
     if (e == cudaSuccess) e = x;
   return e;
 }
@@ -120,7 +121,8 @@ class CudaBackend final : public Backend {
     cudaError_t e = cudaErrorInvalidValue;
     const bool bf = p.state_bf16 != 0;
     if (plan.variant == Variant::kWS) {
-      e = bf ? cuda::launch_ws<uint16_t>(p, plan.ctas, plan.smem, s) : cuda::launch_ws<float>(p, plan.ctas, plan.smem, s);
+      e = bf ? cuda::launch_ws<uint16_t>(p, plan.ctas, plan.smem, s)
+             : cuda::launch_ws<float>(p, plan.ctas, plan.smem, s);
       check(e, "ws launch");
       return;
     }

@@ -16,7 +16,8 @@ cudaError_t set_max_dynamic_smem(Kernel kernel, int64_t optin) {
   cudaFuncAttributes fa{};
   cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin - int64_t(fa.sharedSizeBytes)));
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(optin - int64_t(fa.sharedSizeBytes)));
 }
 
 /// Launches `kernel(p)` on `ctas` CTAs of `threads` with programmatic dependent launch and,
@@ -24,8 +25,8 @@ cudaError_t set_max_dynamic_smem(Kernel kernel, int64_t optin) {
 /// NOTES: programmatic dependent launch: every step kernel reads only weights before
 /// cudaGridDependencySynchronize(), so it may start while the previous step drains.
 template <class Kernel>
-cudaError_t launch_pdl(Kernel kernel, const StepParams& p, int64_t ctas, int threads, int64_t smem,
-                       cudaStream_t stream, int cluster = 1) {
+cudaError_t launch_pdl(Kernel kernel, const StepParams& p, int64_t ctas, int threads, int64_t smem, cudaStream_t stream,
+                       int cluster = 1) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(ctas), 1, 1);
   cfg.blockDim = dim3(unsigned(threads), 1, 1);
@@ -77,11 +78,11 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 
 }  // namespace kda::cuda
 
-#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q)                                                        \
+#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q)                                                            \
   template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q>(const kda::StepParams&, int64_t, int64_t, \
-                                                               cudaStream_t);                          \
+                                                               cudaStream_t);                            \
   template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q>(int64_t);
 
-#define KDA_INSTANTIATE_WS(STATE)                                                                     \
+#define KDA_INSTANTIATE_WS(STATE)                                                                           \
   template cudaError_t kda::cuda::launch_ws<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \
   template cudaError_t kda::cuda::set_ws_attributes<STATE>(int64_t);

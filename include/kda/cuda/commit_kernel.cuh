@@ -18,7 +18,8 @@ inline constexpr int kCommitSplit = 4;
 inline constexpr int kCommitRowsPerWarp = kHeadDim / kCommitSplit / (cuda_config::kCommitThreads / 32);
 
 template <class StateT>
-__global__ void __launch_bounds__(cuda_config::kCommitThreads) kda_commit_kernel(const __grid_constant__ CommitParams p) {
+__global__ void __launch_bounds__(cuda_config::kCommitThreads)
+    kda_commit_kernel(const __grid_constant__ CommitParams p) {
   using IO = StateIO<StateT>;
   constexpr int K = kHeadDim, RPW = kCommitRowsPerWarp;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

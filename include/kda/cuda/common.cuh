@@ -41,21 +41,20 @@ __device__ __forceinline__ float dot4(const float4& a, const float4& b) {
 // ---- state tiles: 4 consecutive K values of one V row ------------------------------------
 // NOTES: the state is read once and written once per step: streaming cache hints (.cs) keep
 // it from evicting the weights and the operands that are reused from L2.
-template <class StateT> struct StateIO;
+template <class StateT>
+struct StateIO;
 
-template <> struct StateIO<float> {
-  __device__ __forceinline__ static float4 load(const float* p) {
-    return __ldcs(reinterpret_cast<const float4*>(p));
-  }
-  __device__ __forceinline__ static void store(float* p, const float4& v) {
-    __stcs(reinterpret_cast<float4*>(p), v);
-  }
+template <>
+struct StateIO<float> {
+  __device__ __forceinline__ static float4 load(const float* p) { return __ldcs(reinterpret_cast<const float4*>(p)); }
+  __device__ __forceinline__ static void store(float* p, const float4& v) { __stcs(reinterpret_cast<float4*>(p), v); }
   /// What a store followed by a load gives (identity for fp32).
   __device__ __forceinline__ static float4 stored(const float4& v) { return v; }
 };
 
 /// bf16 state (SPEC §9): every stored copy is bf16_rne of the fp32 running state.
-template <> struct StateIO<uint16_t> {
+template <>
+struct StateIO<uint16_t> {
   __device__ __forceinline__ static float4 load(const uint16_t* p) {
     const uint2 u = __ldcs(reinterpret_cast<const uint2*>(p));
     return make_float4(bits_float(u.x << 16), bits_float(u.x & 0xffff0000u), bits_float(u.y << 16),
@@ -82,8 +81,7 @@ __device__ __forceinline__ float4 load_smem_row4(const uint16_t* p) {
 
 // ---- bulk copies (TMA) and mbarriers -------------------------------------------------------
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-  }
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {}
 }
 
 /// One bulk copy (TMA) of `bytes` (multiple of 16, both ends 16-byte aligned) from global
@@ -108,8 +106,10 @@ __device__ __forceinline__ float conv_load(const StepParams& p, int64_t slot, in
 }
 __device__ __forceinline__ void conv_store(const StepParams& p, int64_t slot, int64_t c, int64_t col, float v) {
   const int64_t o = conv_offset(p, slot, c, col);
-  if (p.conv_f32) static_cast<float*>(p.conv)[o] = v;
-  else static_cast<uint16_t*>(p.conv)[o] = f32_to_bf16(v);
+  if (p.conv_f32)
+    static_cast<float*>(p.conv)[o] = v;
+  else
+    static_cast<uint16_t*>(p.conv)[o] = f32_to_bf16(v);
 }
 
 __device__ __forceinline__ float ld_bf16(const uint16_t* p) { return bf16_to_f32(*p); }

@@ -132,7 +132,8 @@ __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, c
 
 /// fold_record with the decay e = exp(g) already formed (the staged records of the step kernel).
 template <int RPW>
-__device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_rows, const float4& k4, const float4& e4) {
+__device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_rows, const float4& k4,
+                                              const float4& e4) {
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
     const float u = u_rows[i];

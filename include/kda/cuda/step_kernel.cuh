@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // ---- shared memory ------------------------------------------------------------------
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[cuda_config::kStepMaxStages];  // chunk stages
-  __shared__ uint64_t rec_full;                            // staged records
+  __shared__ uint64_t rec_full;                           // staged records
 
   const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
   const StepMode mode = StepMode(p.mode);
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const int rank = SPLIT == 1 ? 0 : int(blockIdx.x % SPLIT);
   const int64_t item = blockIdx.x / SPLIT;
   const int b = int(item / H), h = int(item % H);
-  const int64_t row_base = int64_t(b) * q;  // first input/output row of the request
+  const int64_t row_base = int64_t(b) * q;   // first input/output row of the request
   const int gi = tid >> 1, gpart = tid & 1;  // gate row and half (two threads per row)
   const uint16_t* fb_src = gate_from_fb ? p.f_b + int64_t(h * K + gi) * p.f_b_row + gpart * (kRank / 2) : nullptr;
 
@@ -177,7 +177,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
                       int64_t(rank) * NCH * L.stage_bytes();
     const int first = stages < NCH ? stages : NCH;
     for (int c = 0; c < first; ++c) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], uint32_t(L.stage_bytes()));
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c],
+                                     uint32_t(L.stage_bytes()));
       bulk_g2s(s_state + c * L.stage_bytes(), src + c * L.stage_bytes(), uint32_t(L.stage_bytes()), &full[c]);
     }
     if (npend > 0) {
@@ -188,7 +189,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       if constexpr (SPLIT == 1) {
         bulk_g2s(s_recu, corr, uint32_t(npend) * K * 4, &rec_full);
       } else {
-        for (int pp = 0; pp < npend; ++pp) bulk_g2s(s_recu + pp * RC, corr + pp * K + rank * RC, uint32_t(RC) * 4, &rec_full);
+        for (int pp = 0; pp < npend; ++pp)
+          bulk_g2s(s_recu + pp * RC, corr + pp * K + rank * RC, uint32_t(RC) * 4, &rec_full);
       }
       bulk_g2s(s_reckg, kgp, uint32_t(npend) * 2 * K * 4, &rec_full);
     }
@@ -196,7 +198,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   if (!run) {
     // Pad or caller error: zero output rows, nothing else is read or written.
     for (int i = tid; i < q * RC; i += NT) p.out[(row_base + i / RC) * p.out_row + h * K + rank * RC + i % RC] = 0;
-    if (r.kind == RequestKind::kError && h == 0 && rank == 0 && tid == 0) raise_error(p.error_flags, p.error_index, r.flags, b);
+    if (r.kind == RequestKind::kError && h == 0 && rank == 0 && tid == 0)
+      raise_error(p.error_flags, p.error_index, r.flags, b);
     if constexpr (SPLIT > 1) ptx::barrier_cluster_wait();  // every rank takes this branch
     return;
   }
@@ -211,7 +214,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   auto load_window = [&] {
     if (tid < K) {
 #pragma unroll
-      for (int j = 0; j < 3; ++j) w0[j] = conv_load(p, r.win_in, cq, off + j), w1[j] = conv_load(p, r.win_in, ck, off + j);
+      for (int j = 0; j < 3; ++j)
+        w0[j] = conv_load(p, r.win_in, cq, off + j), w1[j] = conv_load(p, r.win_in, ck, off + j);
       x0 = ld_bf16(p.qkv + row_base * p.qkv_row + cq);
       x1 = ld_bf16(p.qkv + row_base * p.qkv_row + ck);
     } else if (tid < K + RC) {
@@ -222,7 +226,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   };
   if constexpr (T::kQ == 1) load_window();
   if (gate_from_fb)
-    for (int i = tid; i < q * kRank; i += NT) s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
+    for (int i = tid; i < q * kRank; i += NT)
+      s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
   if (p.output_norm)
     for (int i = tid; i < q * RC; i += NT)
       s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
@@ -360,7 +365,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   }
 
   // ---- records out: k_t, g_t (rank 0; SPLIT > 1 after the last cluster barrier) -------------
-  const bool full_row = mode == StepMode::kAppend && npend == p.Qr;  // fold, write back, new row
+  const bool full_row = mode == StepMode::kAppend && npend == p.Qr;         // fold, write back, new row
   const int pos0 = mode == StepMode::kAppend ? (full_row ? 0 : npend) : 0;  // record of token 0
   auto write_key_gate = [&] {
     float* kg = p.key_gate + int64_t(r.row) * p.key_gate_row + (int64_t(h) * p.Qr + pos0) * 2 * K;
@@ -383,7 +388,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     if (records) write_key_gate();
 
   // ---- the rows: chunk by chunk as the bulk copies land --------------------------------------
-  float* corr_out = records ? p.correction + int64_t(r.row) * p.correction_row + (int64_t(h) * p.Qr + pos0) * K : nullptr;
+  float* corr_out =
+      records ? p.correction + int64_t(r.row) * p.correction_row + (int64_t(h) * p.Qr + pos0) * K : nullptr;
   const bool write_ck = (mode == StepMode::kFused && npend > 0) || full_row;
   StateT* ck_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + int64_t(rank) * RC * K;
   StateT* out_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + int64_t(rank) * RC * K;
@@ -412,9 +418,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       ptx::fence_proxy_async(ptx::space_shared);
       __syncthreads();  // every warp has read stage s: refill it with chunk c + stages
       if (tid == 0) {
-        const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
-                          (int64_t(rank) * NCH + c + stages) * L.stage_bytes();
-        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], uint32_t(L.stage_bytes()));
+        const char* src =
+            reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
+            (int64_t(rank) * NCH + c + stages) * L.stage_bytes();
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
+                                       uint32_t(L.stage_bytes()));
         bulk_g2s(s_state + s * L.stage_bytes(), src, uint32_t(L.stage_bytes()), &full[s]);
       }
     }
@@ -452,7 +460,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       if (mode == StepMode::kPerToken) {
         const int32_t dslot = s_tslots[t];
         if (!is_pad_id(dslot, p.null_slot)) {
-          StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow) * K + lane * 4;
+          StateT* dst =
+              state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow) * K + lane * 4;
           store_tile<StateT, RPW>(dst, S);
         }
       }

@@ -79,12 +79,15 @@ struct StreamKernel {
 
   __device__ char* stage(int s) const { return smem + L.stage(s); }
   __device__ void sync() const {
-    if constexpr (BAR_ == 0) __syncthreads();
-    else asm volatile("bar.sync %0, %1;" ::"n"(BAR_), "n"(NT) : "memory");
+    if constexpr (BAR_ == 0)
+      __syncthreads();
+    else
+      asm volatile("bar.sync %0, %1;" ::"n"(BAR_), "n"(NT) : "memory");
   }
 
   // ---- issue the copies of an item into the state stage and operand stage s -------------
-  __device__ void issue(int64_t item, const RequestPlan& r, int s, ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
+  __device__ void issue(int64_t item, const RequestPlan& r, int s,
+                        ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
     pipe.producer_acquire();
     if (r.kind == RequestKind::kRun) {
       const int b = int(item % p.B), h = int(item / p.B);
@@ -114,27 +117,32 @@ struct StreamKernel {
       // x rows (q | k | v sections of head h), gate inputs, out gate
       for (int c = tid; c < q * 48; c += NT) {  // 48 pieces of 16 B per token: 3 sections × 256 B
         const int t = c / 48, sec = (c / 16) % 3, piece = c % 16;
-        ::cuda::memcpy_async(st + L.x_off() + (int64_t(t) * 3 * K + sec * K) * 2 + piece * 16,
-                             reinterpret_cast<const char*>(p.qkv + (row_base + t) * p.qkv_row + int64_t(sec) * D + h * K) + piece * 16,
-                             ::cuda::aligned_size_t<16>(16), pipe);
+        ::cuda::memcpy_async(
+            st + L.x_off() + (int64_t(t) * 3 * K + sec * K) * 2 + piece * 16,
+            reinterpret_cast<const char*>(p.qkv + (row_base + t) * p.qkv_row + int64_t(sec) * D + h * K) + piece * 16,
+            ::cuda::aligned_size_t<16>(16), pipe);
       }
       const int64_t gcol = p.gate_mode == int(GateMode::kPrecomputed) ? int64_t(h) * K : 0;
       for (int c = tid; c < q * 32; c += NT) {  // gate_in and out_gate: 16 pieces per token each
         const int t = (c >> 4) % q, piece = c & 15;
         if (c < q * 16)
-          ::cuda::memcpy_async(st + L.fa_off() + int64_t(t) * K * 2 + piece * 16,
-                               reinterpret_cast<const char*>(p.gate_in + (row_base + t) * p.gate_in_row + gcol) + piece * 16,
-                               ::cuda::aligned_size_t<16>(16), pipe);
+          ::cuda::memcpy_async(
+              st + L.fa_off() + int64_t(t) * K * 2 + piece * 16,
+              reinterpret_cast<const char*>(p.gate_in + (row_base + t) * p.gate_in_row + gcol) + piece * 16,
+              ::cuda::aligned_size_t<16>(16), pipe);
         else
-          ::cuda::memcpy_async(st + L.og_off() + int64_t(t) * K * 2 + piece * 16,
-                               reinterpret_cast<const char*>(p.out_gate + (row_base + t) * p.out_gate_row + int64_t(h) * K) + piece * 16,
-                               ::cuda::aligned_size_t<16>(16), pipe);
+          ::cuda::memcpy_async(
+              st + L.og_off() + int64_t(t) * K * 2 + piece * 16,
+              reinterpret_cast<const char*>(p.out_gate + (row_base + t) * p.out_gate_row + int64_t(h) * K) + piece * 16,
+              ::cuda::aligned_size_t<16>(16), pipe);
       }
       if (p.mode == int(StepMode::kPerToken) && tid < q)
-        ::cuda::memcpy_async(reinterpret_cast<int32_t*>(st + L.slots_off()) + tid, &p.slots[int64_t(b) * p.slots_stride0 + int64_t(tid) * p.slots_stride1],
+        ::cuda::memcpy_async(reinterpret_cast<int32_t*>(st + L.slots_off()) + tid,
+                             &p.slots[int64_t(b) * p.slots_stride0 + int64_t(tid) * p.slots_stride1],
                              ::cuda::aligned_size_t<4>(4), pipe);
       if (p.mode == int(StepMode::kFused) && r.pending > 0) {
-        const char* corr = reinterpret_cast<const char*>(p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K);
+        const char* corr =
+            reinterpret_cast<const char*>(p.correction + r.row * p.correction_row + int64_t(h) * p.Qr * K);
         const char* kg = reinterpret_cast<const char*>(p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K);
         cta_copy16(st + L.rec_off(), corr, int64_t(r.pending) * K * 4, tid, NT, pipe);
         cta_copy16(st + L.rec_off() + L.rec_cap() * K * 4, kg, int64_t(r.pending) * 2 * K * 4, tid, NT, pipe);
@@ -159,8 +167,8 @@ struct StreamKernel {
   }
 
   // ---- compute an item whose copies have landed --------------------------------------------
-  __device__ __forceinline__ void compute(int64_t item, const RequestPlan& r, const char* st, float4 (&S)[RPW], float beta_raw,
-                          const HeadWeights& hw) {
+  __device__ __forceinline__ void compute(int64_t item, const RequestPlan& r, const char* st, float4 (&S)[RPW],
+                                          float beta_raw, const HeadWeights& hw) {
     const int b = int(item % p.B), h = int(item / p.B);
     const int q = p.q, H = p.H, D = H * K;
     const StepMode mode = StepMode(p.mode);
@@ -239,8 +247,9 @@ struct StreamKernel {
       } else {
         // NOTES: F_B is read per token from L1 rather than held in registers (the 64 state
         // registers are live); consecutive items of the CTA share h, so it stays in L1.
-        const uint4* fb = kHoldWeights ? nullptr
-                                       : reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
+        const uint4* fb =
+            kHoldWeights ? nullptr
+                         : reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
         for (int t = 0; t < q; ++t) {
           // NOTES: the thread's f_a chunk in 16-byte shared loads (8 instead of 64 2-byte
           // loads per token); the same products in the same order as element-wise reads.
@@ -255,8 +264,10 @@ struct StreamKernel {
             return bits_float((j & 1) ? (w & 0xffff0000u) : (w << 16));
           };
           float z;
-          if constexpr (kHoldWeights) z = gate_dot<kGateNV>(hw.fb, fa, 0);
-          else z = gate_dot<kGateNV>(fb, fa, 0);
+          if constexpr (kHoldWeights)
+            z = gate_dot<kGateNV>(hw.fb, fa, 0);
+          else
+            z = gate_dot<kGateNV>(fb, fa, 0);
           z = group_sum<kGateTpr>(z);
           if (part == 0) s_g[t * K + i] = activate_gate(z + dtb, a, p.has_lower_bound != 0, p.lower_bound);
         }
@@ -280,7 +291,8 @@ struct StreamKernel {
       }
     }
     sync();
-    if (mode == StepMode::kFused && tid == 0 && arrive_last(p.arrivals, r.row, H)) p.pending[r.row * p.pending_stride] = 0;
+    if (mode == StepMode::kFused && tid == 0 && arrive_last(p.arrivals, r.row, H))
+      p.pending[r.row * p.pending_stride] = 0;
     if (records) {
       float* kg = p.key_gate + r.row * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
       for (int i = tid; i < q * 2 * K; i += NT) {

@@ -61,7 +61,8 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
   extern __shared__ float4 smem4[];
   __shared__ uint64_t full[cuda_config::kWsMaxStages], empty[cuda_config::kWsMaxStages];
   char* smem = reinterpret_cast<char*>(smem4);
-  const cuda_config::WsSmem L{{p.q, p.window, p.conv_f32 ? 4 : 2, int(sizeof(StateT)), p.mode == int(StepMode::kFused)}};
+  const cuda_config::WsSmem L{
+      {p.q, p.window, p.conv_f32 ? 4 : 2, int(sizeof(StateT)), p.mode == int(StepMode::kFused)}};
   const int NS = p.ring_stages;
   auto stage = [&](int s) { return smem + int64_t(s) * L.stage_size(); };
 
@@ -164,15 +165,17 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
         const int32_t pending = __shfl_sync(0xffffffffu, mr.pending, k);
         const bool recs = run && fused && pending > 0;
         const uint32_t bytes =
-            run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces + int64_t(q) * (p.output_norm ? 5 : 4) * K * 2 +
-                           (recs ? int64_t(pending) * 3 * K * 4 : 0))
+            run ? uint32_t(L.state_size() + int64_t(3) * K * p.window * ces +
+                           int64_t(q) * (p.output_norm ? 5 : 4) * K * 2 + (recs ? int64_t(pending) * 3 * K * 4 : 0))
                 : 0u;
         __syncwarp();  // the plain stores above are ordered before lane 0's release
-        if (lane == 0) ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], bytes);
+        if (lane == 0)
+          ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], bytes);
         __syncwarp();  // expect_tx before any complete_tx
         if (!run) continue;
         // state tile: 16 KiB pieces
-        const char* src_state = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, state_in, h));
+        const char* src_state =
+            reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, state_in, h));
         const int pieces = int(L.state_size() / 16384);
         for (int c = lane; c < pieces; c += 32) bulk_g2s(st + c * 16384, src_state + c * 16384, 16384u, &full[s]);
         // the head's window, as stored (DS: one run per section; SD: one per column and section)
@@ -180,13 +183,14 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
         char* win = ops + L.ops.win_off();
         if (p.conv_dim_first) {
           for (int c = lane; c < 3; c += 32)
-            bulk_g2s(win + int64_t(c) * K * p.window * ces, conv + conv_offset(p, win_in, int64_t(c) * D + h * K, 0) * ces,
-                     uint32_t(K * p.window * ces), &full[s]);
+            bulk_g2s(win + int64_t(c) * K * p.window * ces,
+                     conv + conv_offset(p, win_in, int64_t(c) * D + h * K, 0) * ces, uint32_t(K * p.window * ces),
+                     &full[s]);
         } else {
           for (int c = lane; c < 3 * p.window; c += 32) {
             const int col = c / 3, sec = c % 3;
-            bulk_g2s(win + (int64_t(col) * 3 * K + sec * K) * ces, conv + conv_offset(p, win_in, int64_t(sec) * D + h * K, col) * ces,
-                     uint32_t(K * ces), &full[s]);
+            bulk_g2s(win + (int64_t(col) * 3 * K + sec * K) * ces,
+                     conv + conv_offset(p, win_in, int64_t(sec) * D + h * K, col) * ces, uint32_t(K * ces), &full[s]);
           }
         }
         // per token: x rows of the q | k | v sections, f_a (or the raw gate), out gate
@@ -196,10 +200,11 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
           const int t = c / per_token_copies, kk = c % per_token_copies;
           const int64_t rw = row_base + t;
           if (kk < 3)
-            bulk_g2s(ops + L.ops.x_off() + (int64_t(t) * 3 * K + kk * K) * 2, p.qkv + rw * p.qkv_row + int64_t(kk) * D + h * K,
-                     uint32_t(K * 2), &full[s]);
+            bulk_g2s(ops + L.ops.x_off() + (int64_t(t) * 3 * K + kk * K) * 2,
+                     p.qkv + rw * p.qkv_row + int64_t(kk) * D + h * K, uint32_t(K * 2), &full[s]);
           else if (kk == 3)
-            bulk_g2s(ops + L.ops.fa_off() + int64_t(t) * K * 2, p.gate_in + rw * p.gate_in_row + fcol, uint32_t(K * 2), &full[s]);
+            bulk_g2s(ops + L.ops.fa_off() + int64_t(t) * K * 2, p.gate_in + rw * p.gate_in_row + fcol, uint32_t(K * 2),
+                     &full[s]);
           else
             bulk_g2s(ops + L.ops.og_off() + int64_t(t) * K * 2, p.out_gate + rw * p.out_gate_row + int64_t(h) * K,
                      uint32_t(K * 2), &full[s]);
@@ -211,8 +216,8 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
                      uint32_t(pending * K * 4), &full[s]);
           if (lane == 1)
             bulk_g2s(ops + L.ops.rec_off() + L.ops.rec_cap() * K * 4,
-                     p.key_gate + int64_t(row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K, uint32_t(pending * 2 * K * 4),
-                     &full[s]);
+                     p.key_gate + int64_t(row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K,
+                     uint32_t(pending * 2 * K * 4), &full[s]);
         }
       }
     }
