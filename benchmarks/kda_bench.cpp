@@ -178,8 +178,8 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   const int P = B * N * per_req + 1;
   const int window = W - 2 + q;
   const int rows = B * q;
-  // rows padded to 16 bytes, as engines allocate them (Stream / WS need 16-byte aligned rows
-  // and fall back to Wide otherwise; runs before session 8 used the unpadded 4D+R+H)
+  // rows padded to 16 bytes, as engines allocate them (WS needs 16-byte aligned rows and
+  // falls back to Wide otherwise)
   const int pitch = (4 * D + (gate2 ? D : kRank) + H + 7) / 8 * 8;
   const int Qr = append ? qr : q;
   // fused folds pending = q records; an append cycle starts from a full row (pending = Qr),

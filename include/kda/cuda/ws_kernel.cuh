@@ -15,10 +15,11 @@
 //     window, the x / f_a / out-gate rows and (fused) the pending records, completing on
 //     full[s].
 //   consumers, item j:
-//     wait full[s] → state rows into registers → the Stream body (StreamKernel::compute:
+//     wait full[s] → state rows into registers → the item body (StreamKernel::compute:
 //     conv, norms, gate, fold, delta rule, gated RMSNorm, stores straight to global memory)
-//     → each warp arrives on empty[s] when it is done with the stage (no CTA-wide barrier
-//     at the end of an item: see the NOTES at the end of StreamKernel::compute).
+//     → every consumer thread arrives on empty[s] after its last read of the stage (no
+//     CTA-wide barrier at the end of an item: see the NOTES at the end of
+//     StreamKernel::compute).
 //
 // NOTES: why: a non-persistent CTA waits on three dependent memory round trips (index →
 // state/window → compute) with only two items per SM (the state tile lives in registers);
@@ -46,8 +47,8 @@ namespace kda::cuda {
 // NOTES: registers. A consumer holds 16 state rows (64 registers) and its head's weights
 // (~42: F_B slice, conv taps of two channels); 256 + 32 threads may use 168 each. (512
 // consumers + the producer are 17 warps, 5 of them on one of the four schedulers' 16 K-register
-// files: 96 registers each, 200 bytes of spills, 5–12% slower — session 9; ptxas did not
-// allocate past setmaxnreg.inc either.)
+// files: 96 registers each, 200 bytes of spills, 5–12% slower, docs/PERFORMANCE.md history;
+// ptxas did not allocate past setmaxnreg.inc either.)
 
 static_assert(sizeof(RequestPlan) <= cuda_config::WsSmem::kPlanBytes, "a stage's plan slot must hold a RequestPlan");
 
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
     // loads their beta logits and per-token slot ids in the same round trip. Resolving one
     // item at a time put two to three dependent index round trips (slot id → accepted /
     // out slot → pending) and the beta load on every item's path, about 6 µs per item under
-    // full load (session 8: WS at 67% of the copy ceiling), more than the bandwidth share
+    // full load (WS then ran at 67% of the copy ceiling), more than the bandwidth share
     // of an item (≈ 4.3 µs per SM at 4.2 TB/s). Now one resolve latency covers 32 items and
     // is hidden behind the stages already in the ring.
     const int lane = tid - NC;
