@@ -10,8 +10,9 @@ conv weight, an RMSNorm epsilon in [1e-6, 1e-2], a conv width W of 2..5 on the C
 (4 on CUDA), in one configuration in five post-conv q and k near 1e-3 or 1e-4), a cache pool (DS or SD windows, bf16 or fp32 windows, fp32 or bf16 state,
 padded slot strides of the window / state / records pools, a strided pending column, a null
 slot of 0, -1 or some other id) and a sequence of 1-4 steps chained on that pool: decode
-(optionally with out_slots), per_token (row width >= q, pads at t > 0), record, fused
-(pending = 0 or accepted, accepted may exceed q), commit and flush, each with its own B
+(optionally with out_slots), append (any pending count, a full row too), per_token (row
+width >= q, pads at t > 0), record, fused (pending = 0 or accepted, accepted may exceed q),
+commit and flush, each with its own B
 (0 included), q, disjoint slot permutations, index tensors laid out densely, as block-table
 column slices, column-major or every other column, packed rows with a padded pitch or four
 separate views, pad requests and, in about one step in eight, caller errors in the data.
@@ -19,7 +20,7 @@ separate views, pad requests and, in about one step in eight, caller errors in t
 --device cpu         the CPU backend against the float64 reference (reference.py) at every
                      step: SPEC §8 "each backend vs float64".
 --device cuda        the CUDA backend, with a variant forced at random ('split', 'wide',
-                     'stream' with 16-byte aligned rows and caches, 'auto'), against the CPU
+                     'ws' with 16-byte aligned rows and caches, 'auto'), against the CPU
                      backend on the same inputs: SPEC §8 "backend vs backend"; for a sample of
                      --sample-f64 configurations both backends also against float64.
 --device torch-cpu   the cuda code path with torch CPU tensors (the forced variant is not
@@ -55,8 +56,8 @@ from kda_decode.devices import Device  # noqa: E402  (the package's data adapter
 K = ref.K
 R = ref.R
 W = 4  # the conv width the CUDA kernels take (SPEC §1); the CPU backend's configurations draw 2..5
-KINDS = ("decode", "per_token", "record", "fused", "commit", "flush")
-GPU_VARIANTS = ("split", "wide", "stream", "ws", "auto")
+KINDS = ("decode", "append", "per_token", "record", "fused", "commit", "flush")
+GPU_VARIANTS = ("split", "wide", "ws", "auto")
 POISON = 0x4B1D
 
 
@@ -177,7 +178,7 @@ def random_config(seed: int, index: int, device: str = "cpu") -> Config:
     c.seed = int(rng.integers(1 << 30))
     c.H = _choice(rng, [1, 2, 3, 4, 6, 8], p=[0.3, 0.3, 0.18, 0.12, 0.05, 0.05])
     c.variant = _choice(rng, GPU_VARIANTS) if device != "cpu" else "auto"
-    stream = c.variant in ("stream", "ws")
+    stream = c.variant == "ws"  # 16-byte aligned rows and caches, so that WS runs its kernel
     c.lb = None if rng.random() < 0.5 else float(-rng.uniform(0.5, 5.0))
     if c.lb is not None and rng.random() < 0.2:
         c.lb = -5.0
@@ -245,11 +246,11 @@ def _pad_id(rng, c: Config) -> int:
 
 
 def _random_op(rng, c: Config, qmax: int, bmax: int) -> Op:
-    kinds = ["decode", "per_token"] + (["record", "fused", "commit", "flush"] if c.Qr else [])
+    kinds = ["decode", "per_token"] + (["record", "fused", "commit", "flush", "append"] if c.Qr else [])
     kind = _choice(rng, kinds)
     op = Op(kind=kind, seed=int(rng.integers(1 << 30)))
     B = 0 if rng.random() < 0.04 else int(rng.integers(1, bmax + 1))
-    q = 1 if kind in ("decode", "commit", "flush") else int(rng.integers(1, qmax + 1))
+    q = 1 if kind in ("decode", "commit", "flush", "append") else int(rng.integers(1, qmax + 1))
     op.q = q
     ids = _live_ids(rng, c)
     acc_max = c.window - c.W + 2
@@ -268,7 +269,7 @@ def _random_op(rng, c: Config, qmax: int, bmax: int) -> Op:
             op.out_slots = rest.astype(np.int32)
     if kind not in ("commit", "flush") and (rng.random() < 0.7 or kind == "fused"):
         op.accepted = rng.integers(1, acc_hi + 1, size=B).astype(np.int32)
-    if kind in ("record", "fused", "commit", "flush") and rng.random() < 0.5:
+    if kind in ("record", "fused", "commit", "flush", "append") and rng.random() < 0.5:
         rows = np.array([r for r in range(c.rows_r) if r != c.null_slot], np.int64)
         op.record_rows = rng.permutation(rows)[:B].astype(np.int32)
     rows_of = op.record_rows if op.record_rows is not None else (op.slots if op.slots.ndim == 1 else op.slots[:, 0])
@@ -277,6 +278,13 @@ def _random_op(rng, c: Config, qmax: int, bmax: int) -> Op:
         op.pending = {int(r): (int(a) if rng.random() < 0.5 else 0) for r, a in zip(rows_of, acc)}
     elif kind == "flush":
         op.pending = {int(r): int(rng.integers(0, c.Qr + 1)) for r in rows_of}
+    elif kind == "append":
+        # any count up to Qr (a full row folds and writes the checkpoint back first); with bf16
+        # state not Qr: the write-back rounds, and the float64 reference would continue from its
+        # own rounding (the fused steps have a continued comparison for that; append keeps the
+        # write-back to the fp32 configurations)
+        top = c.Qr if c.state_dtype == "bf16" else c.Qr + 1
+        op.pending = {int(r): int(rng.integers(0, top)) for r in rows_of}
     elif kind == "commit":
         op.counts = rng.integers(0, c.Qr + 1, size=B).astype(np.int32)
     # pads
@@ -309,13 +317,13 @@ def _inject_error(rng, c: Config, op: Op, acc_max: int):
     if s0 < 0 or s0 == c.null_slot:
         return  # a pad already
     kinds = ["slot"]
-    if op.kind in ("decode", "per_token", "record", "fused"):
+    if op.kind in ("decode", "per_token", "record", "fused", "append"):
         kinds.append("accepted")
     if op.kind == "decode":
         kinds.append("out_slot")
-    if op.kind in ("record", "fused", "commit", "flush"):
+    if op.kind in ("record", "fused", "commit", "flush", "append"):
         kinds.append("row")
-    if op.kind in ("fused", "flush", "commit"):
+    if op.kind in ("fused", "flush", "commit", "append"):
         kinds.append("pending")
     if op.kind == "per_token" and op.slots.shape[1] >= 2:
         kinds.append("pad_start")
@@ -353,7 +361,7 @@ def _inject_error(rng, c: Config, op: Op, acc_max: int):
         row = int(op.record_rows[b]) if op.record_rows is not None else int(s0)
         if op.kind == "commit":
             op.counts[b] = _choice(rng, [c.Qr + 1, -1])
-        elif op.kind == "flush":
+        elif op.kind in ("flush", "append"):
             op.pending[row] = _choice(rng, [c.Qr + 1, -3])
         else:
             a = int(op.accepted[b])
@@ -842,7 +850,7 @@ def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_
             try:
                 run_config(c, device, check_f64=bool(f64_here), variant=v)
             except ValueError as e:
-                # a forced variant the device cannot run for this shape (e.g. Stream's shared
+                # a forced variant the device cannot run for this shape (e.g. WS's shared
                 # memory): refused at prepare/run with the key and the reason; run it as 'wide'
                 if device == "cuda" and v != "auto" and "policy for step" in str(e):
                     refused += 1

@@ -324,7 +324,7 @@ class Inputs:
                  scale: float = 1.0, z_scale: float = 1.0, beta_scale: float = 1.0, align: int = 1,
                  qk_scale: float = 1.0):
         """align: round the pitch up to a multiple of `align` elements (8 = 16-byte rows, which
-        the Stream variant needs; otherwise it falls back to Wide). qk_scale multiplies the q
+        the WS variant needs; otherwise it falls back to Wide). qk_scale multiplies the q
         and k columns (tiny post-conv q and k)."""
         rng = np.random.default_rng(seed)
         H, D = layer.H, layer.D

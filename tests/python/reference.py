@@ -224,14 +224,14 @@ def step(layer: RefLayer, inputs: dict, caches: RefCaches, *, mode: str, q: int,
                 i = _slot(slots, b, t)
                 if not _is_pad(i, null_slot) and i >= n_state:
                     f |= SLOT_RANGE
-        elif mode in ("record", "fused"):
+        elif mode in ("record", "fused", "append"):
             row = s0 if record_rows is None else int(record_rows[b])
             rows_r = caches.correction.shape[0]
             Qr = caches.correction.shape[2]
             row_ok = 0 <= row < rows_r and row != null_slot
             if not row_ok:
                 f |= ROW_RANGE
-            if mode == "fused" and row_ok:
+            if mode in ("fused", "append") and row_ok:
                 pend = int(caches.pending[row])
                 if pend > Qr or pend < 0:  # any count up to Qr (SPEC §4)
                     f |= PENDING
@@ -282,6 +282,18 @@ def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out,
     beta = sigmoid(inputs["beta"][r0:r0 + q])  # [q, H]
 
     S = caches.state[st_in].copy()  # [H, V, K]
+    # append: a full row is folded and written back, then the token starts a new row; else
+    # the pending records are folded into a running copy that is not written (SPEC §4)
+    Qr = caches.correction.shape[2] if caches.correction is not None else 0
+    append_full = mode == "append" and pend == Qr
+    pos0 = (0 if append_full else pend) if mode == "append" else 0  # record position of token 0
+    if mode == "append" and pend > 0:
+        S = _fold(S, caches, row, pend)
+        if append_full:
+            for h in range(H):
+                caches._store_state(st_in, h, S[h])
+            if caches.state_bf16:
+                S = round_bf16(S)
     if mode == "fused":
         if pend > 0:
             S = _fold(S, caches, row, pend)
@@ -291,7 +303,7 @@ def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out,
                 S = round_bf16(S)
         else:
             caches.written_state.add(int(st_in))  # the checkpoint is written back (unchanged)
-    records = mode in ("record", "fused")
+    records = mode in ("record", "fused", "append")
     o_all = np.zeros((q, H, K))
     for t in range(q):
         e = np.exp(g[t])  # [H, K]
@@ -300,9 +312,9 @@ def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out,
         S = S + u[:, :, None] * kn[t][:, None, :]
         o_all[t] = np.einsum("hvk,hk->hv", S, qn[t])
         if records:
-            caches.correction[row, :, t] = u
-            caches.key_gate[row, :, t, :K] = kn[t]
-            caches.key_gate[row, :, t, K:] = g[t]
+            caches.correction[row, :, pos0 + t] = u
+            caches.key_gate[row, :, pos0 + t, :K] = kn[t]
+            caches.key_gate[row, :, pos0 + t, K:] = g[t]
             caches.written_rows.add(int(row))
         if mode == "per_token":
             dst = _slot(slots, b, t)
@@ -312,8 +324,8 @@ def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out,
     if mode == "decode":
         for h in range(H):
             caches._store_state(st_out, h, S[h])
-    if mode == "fused":
-        caches.pending[row] = 0
+    if mode in ("fused", "append"):
+        caches.pending[row] = 0 if mode == "fused" else pos0 + 1
         caches.written_pending.add(int(row))
 
     og = sigmoid(inputs["out_gate"][r0:r0 + q].reshape(q, H, K))

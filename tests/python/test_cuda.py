@@ -10,7 +10,7 @@ Tolerances (backend vs backend, ref = the CPU backend's result):
   GPU too; pad rows exactly zero; identical status flags and first request.
 
 The matrix samples H ∈ {1, 3, 12, 32, 96}, B ∈ {1, 2, 7, 64, 300}, q ∈ {1, 2, 4, 8}
-for each forced variant ('split', 'wide', 'stream', 'ws', 'auto') and each step kind, with an
+for each forced variant ('split', 'wide', 'ws', 'auto') and each step kind, with an
 RMSNorm epsilon drawn from [1e-6, 1e-2] and, in about one case in six, tiny post-conv q and k
 (about 1e-3 or 1e-4 per element, where the l2 norm's epsilon matters), keeping pools small (the
 CPU backend is the slow side). The CUDA kernels take W = 4 conv taps; another W either runs
@@ -31,7 +31,7 @@ import kda_decode as kd
 import harness
 from harness import Layer, Pool, bits_of, draw_eps, f64, strided_table, tiny_qk_scale
 
-# 16-byte aligned rows everywhere, so that a forced 'stream' really runs the Stream kernel
+# 16-byte aligned rows everywhere, so that a forced 'ws' really runs the WS kernel
 Inputs = functools.partial(harness.Inputs, align=8)
 
 torch = pytest.importorskip("torch")
@@ -246,7 +246,7 @@ def _slots_needed(kind, B, q):
 def _sample_matrix(seed=2024):
     rng = np.random.default_rng(seed)
     cases = []
-    for variant in ("split", "wide", "stream", "ws", "auto"):
+    for variant in ("split", "wide", "ws", "auto"):
         for kind in KINDS:
             for _ in range(100):
                 H = int(rng.choice(HS))
@@ -345,7 +345,7 @@ def test_matrix(c):
 # ---------------------------------------------------------------------------------------
 # GPU against the float64 reference directly (SPEC §8: each backend vs float64)
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
+@pytest.mark.parametrize("variant", ["split", "wide", "ws"])
 @pytest.mark.parametrize("mode", ["decode", "per_token", "record", "fused"])
 def test_gpu_vs_float64(variant, mode):
     """One step on the GPU, checked against reference.step on the float64 mirror: out within
@@ -392,7 +392,7 @@ def test_gpu_vs_float64(variant, mode):
 # ---------------------------------------------------------------------------------------
 # gate mode 2 / run_views, data errors, pads
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws", "auto"])
+@pytest.mark.parametrize("variant", ["split", "wide", "ws", "auto"])
 def test_gate_mode_2_views(variant):
     H, B, q = 3, 7, 2
     layer = Layer(H, f_b=False, seed=5)
@@ -403,7 +403,7 @@ def test_gate_mode_2_views(variant):
     tw.run(Inputs(layer, B * q, gate_mode=2, seed=3), views=True, slots=tbl, q=q, mode="per_token")
 
 
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
+@pytest.mark.parametrize("variant", ["split", "wide", "ws"])
 def test_data_errors_on_gpu(variant):
     H, B, q = 2, 6, 2
     n = 16
@@ -437,7 +437,7 @@ def test_data_errors_on_gpu(variant):
 # ---------------------------------------------------------------------------------------
 # determinism, streams, CUDA graphs
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws", "auto"])
+@pytest.mark.parametrize("variant", ["split", "wide", "ws", "auto"])
 def test_bitwise_determinism(variant):
     H, B, q = 12, 7, 4
     layer = Layer(H, lower_bound=-5.0, seed=9)
@@ -499,7 +499,7 @@ def test_non_default_stream():
     assert tw.gpu.status(stream=s).ok
 
 
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
+@pytest.mark.parametrize("variant", ["split", "wide", "ws"])
 @pytest.mark.parametrize("mode", ["decode", "per_token", "fused"])
 def test_cuda_graph_capture_and_replay(variant, mode):
     H, B = 4, 7
@@ -617,7 +617,7 @@ def test_conv_width_other_than_4(taps, variant):
     tw.run(Inputs(layer, B * q, seed=3), slots=slots, q=q, accepted=np.array([1, 2, 2, 1], np.int32), mode="fused")
 
 
-@pytest.mark.parametrize("variant", ["split", "wide", "stream", "ws"])
+@pytest.mark.parametrize("variant", ["split", "wide", "ws"])
 @pytest.mark.parametrize("tiny", [1e-3, 1e-4])
 def test_tiny_post_conv_q_and_k(tiny, variant):
     """Post-conv q and k of about 1e-3 / 1e-4 per element (Σy² near the l2 norm's 1e-6): decode,

@@ -1,6 +1,6 @@
 """Named regression tests for the bug classes that hit other KDA / GDN decode kernels, each on
 the CPU backend (against the float64 reference) and on the CUDA backend for every forced
-variant ('split', 'wide', 'stream': against the CPU backend by SPEC §8 backend vs backend,
+variant ('split', 'wide', 'ws': against the CPU backend by SPEC §8 backend vs backend,
 and against float64). The CUDA versions skip without a GPU; KDA_TEST_GPU_SIM=1 runs them
 with torch CPU tensors on the CPU backend instead (a self-test of the test code, variants not
 applied).
@@ -24,7 +24,7 @@ from harness import Inputs, Layer, bits_of, check_out, f64
 
 W = 4
 K = 128
-VARIANTS = ["split", "wide", "stream", "ws"]
+VARIANTS = ["split", "wide", "ws"]
 
 
 def _gpu_device() -> str:
@@ -57,7 +57,7 @@ def run_both(c: Config, device: str, variant: str = "auto"):
 
 
 def aligned(c: Config) -> Config:
-    """16-byte aligned rows and slot strides, so that a forced 'stream' runs the Stream kernel."""
+    """16-byte aligned rows and slot strides, so that a forced 'ws' runs the WS kernel."""
     c.align = 8
     c.conv_pad = (c.conv_pad + 7) // 8 * 8
     c.state_pad = (c.state_pad + 7) // 8 * 8
