@@ -39,10 +39,13 @@ what is accepted, and the PreparedKda operand it becomes:
 - ``out``: ``[1, N, H, 128]``, ``[N, H, 128]`` or ``[N, D]`` bf16, or None (then a new
   ``[1, N, H, 128]`` tensor) → ``out`` ``[N, D]``.
 - ``lower_bound``: a float in [-5, 0), or None (softplus gate) → ``lower_bound``.
-- ``output_gate``: ``[N, H, 128]``, ``[1, N, H, 128]`` or ``[N, D]`` bf16 — required →
-  ``out_gate``.
-- ``norm_weight``: ``[128]`` any float dtype — required → ``norm_weight`` (copied to fp32).
+- ``output_gate``: ``[N, H, 128]``, ``[1, N, H, 128]`` or ``[N, D]`` bf16 → ``out_gate``.
+- ``norm_weight``: ``[128]`` any float dtype → ``norm_weight`` (copied to fp32).
 - ``norm_eps``: a float > 0 → ``eps``.
+- ``output_gate`` and ``norm_weight`` both given: the gated RMSNorm is fused (Kimi K3's
+  ``fuse_output_norm=True``). Both None: vLLM's ``fuse_output_norm=False`` — out = bf16(o),
+  no RMSNorm and no output gate (SPEC §9; a layer built with ``output_norm=False``); the
+  engine applies ``o_norm`` itself. Only one of them raises ``ValueError``.
 
 Differences from vLLM's kernel (this package follows its SPEC):
 
@@ -51,8 +54,6 @@ Differences from vLLM's kernel (this package follows its SPEC):
   no cache read or written — the same rows vLLM's kernel treats as padding (ids ≤ 0).
 * **Caller errors in the data** (an id ≥ the pool size) are not undefined behaviour: the
   row is treated as a pad and flagged; read the flags with :meth:`FusedKdaDecode.status`.
-* ``output_gate`` and ``norm_weight`` are required (the core always applies the gated
-  RMSNorm, as Kimi K3 does); None raises ``ValueError``.
 * Any H ≥ 1 (vLLM's kernel: 12, 24, 48, 96; the CUDA backend needs W = 4), either conv
   layout, fp32 or bf16 windows, fp32 or bf16 state; ``state`` and ``conv_state`` pools
   may differ in size.
@@ -80,8 +81,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ._core import HEAD_DIM, Policy, Status
 from .arguments import Caches
-from .prepared import PreparedKda
 from .helpers import cuda_built
+from .prepared import PreparedKda
 
 if TYPE_CHECKING:  # torch is imported where a call hands over torch tensors, not at import time
     import torch
@@ -99,7 +100,9 @@ def _detached(x: Any) -> Any:
     return d() if callable(d) else x
 
 
-def read_module(attention: Any, precomputed_gate: bool) -> Tuple[Dict[str, Any], float, Optional[float]]:
+def read_module(
+    attention: Any, precomputed_gate: bool, *, output_norm: bool = True
+) -> Tuple[Dict[str, Any], float, Optional[float]]:
     """(weights, eps, lower_bound) of a vLLM ``KimiK3DeltaAttention``-style module.
 
     Reads (H = heads of this tensor-parallel shard, D = 128·H, W = conv taps):
@@ -110,7 +113,9 @@ def read_module(attention: Any, precomputed_gate: bool) -> Tuple[Dict[str, Any],
     - ``attention.A_log``: ``[H]`` fp32 (an older ``[1, 1, H, 1]`` is viewed as ``[H]``);
     - ``attention.dt_bias``: ``[D]`` fp32;
     - ``attention.o_norm.weight``: ``[128]``, any float dtype; ``o_norm.eps`` (else
-      ``o_norm.variance_epsilon``, else 1e-5) is the RMSNorm eps;
+      ``o_norm.variance_epsilon``, else 1e-5) is the RMSNorm eps. Not read with
+      ``output_norm=False`` (the engine applies ``o_norm`` itself; it may be absent): the
+      norm weight is then None and eps 1e-5 (unused);
     - ``attention.gate_lower_bound``: a float in [-5, 0), or None / absent (softplus gate).
 
     Returns the keyword arguments of :class:`~kda_decode.PreparedKda` for the weights.
@@ -123,9 +128,15 @@ def read_module(attention: Any, precomputed_gate: bool) -> Tuple[Dict[str, Any],
         cur = obj
         for part in path.split("."):
             if not hasattr(cur, part):
+                hint = (
+                    "; output_norm=False builds the layer without the output norm, for an engine that applies "
+                    "o_norm itself"
+                    if path.startswith("o_norm")
+                    else ""
+                )
                 raise AttributeError(
                     f"from_module: the attention module has no '{path}' (expected vLLM KimiK3DeltaAttention names: "
-                    "conv1d.weight, f_b_proj.weight, A_log, dt_bias, o_norm.weight)"
+                    f"conv1d.weight, f_b_proj.weight, A_log, dt_bias, o_norm.weight){hint}"
                 )
             cur = getattr(cur, part)
         if cur is None:
@@ -143,11 +154,14 @@ def read_module(attention: Any, precomputed_gate: bool) -> Tuple[Dict[str, Any],
     dt_bias = _detached(need(attention, "dt_bias"))
     if getattr(dt_bias, "ndim", 1) != 1:
         dt_bias = dt_bias.reshape(-1)
-    norm = need(attention, "o_norm")
-    norm_w = _detached(need(attention, "o_norm.weight"))
-    eps: Any = getattr(norm, "eps", None)
-    if eps is None:
-        eps = getattr(norm, "variance_epsilon", 1e-5)
+    norm_w: Any = None
+    eps: Any = 1e-5
+    if output_norm:
+        norm = need(attention, "o_norm")
+        norm_w = _detached(need(attention, "o_norm.weight"))
+        eps = getattr(norm, "eps", None)
+        if eps is None:
+            eps = getattr(norm, "variance_epsilon", 1e-5)
     f_b = None if precomputed_gate else _detached(need(attention, "f_b_proj.weight"))
     lb = getattr(attention, "gate_lower_bound", None)
     weights = dict(
@@ -264,16 +278,17 @@ class FusedKdaDecode:
             ``out`` (the given tensor, or a new ``[1, N, H, 128]`` bf16 tensor).
         Raises:
             ValueError: a shape / stride that cannot be viewed without a copy, a conv
-                layout that is neither SD nor DS, missing ``output_gate`` / ``norm_weight``,
-                or any operand error of :meth:`PreparedKda.run_views`.
+                layout that is neither SD nor DS, only one of ``output_gate`` /
+                ``norm_weight``, or any operand error of :meth:`PreparedKda.run_views`.
             TypeError: a wrong dtype (e.g. int64 ``state_indices``).
             RuntimeError: the layer's first call happens during CUDA-graph capture.
         """
         import torch
 
-        if output_gate is None or norm_weight is None:
+        if (output_gate is None) != (norm_weight is None):
             raise ValueError(
-                "fused_kda_decode: output_gate and norm_weight are required (the core always applies the gated RMSNorm)"
+                "fused_kda_decode: output_gate and norm_weight: give both (the gated RMSNorm is fused) or neither "
+                "(fuse_output_norm=False: out = o)"
             )
         H = int(A_log.numel())
         D = H * HEAD_DIM
@@ -296,7 +311,7 @@ class FusedKdaDecode:
                 f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), "
                 f"got strides {conv_state.stride()}"
             )
-        og = _rows_view(output_gate, N, D, "output_gate")
+        og = None if output_gate is None else _rows_view(output_gate, N, D, "output_gate")
         gate = _rows_view(raw_g, N, D, "raw_g")
         beta = _rows_view(raw_beta, N, H, "raw_beta")
         o = _rows_view(out, N, D, "out")
@@ -324,9 +339,9 @@ class FusedKdaDecode:
             0 if bias is None else bias.data_ptr(),
             A_log.data_ptr(),
             dt_bias.data_ptr(),
-            norm_weight.data_ptr(),
+            None if norm_weight is None else norm_weight.data_ptr(),  # None: no output norm
             None if lower_bound is None else float(lower_bound),
-            float(norm_eps),
+            None if norm_weight is None else float(norm_eps),
             bool(dim_first),
         )
 
@@ -365,11 +380,12 @@ class FusedKdaDecode:
             conv_weight=conv_weight,
             A_log=A_log.detach().view(-1),
             dt_bias=dt_bias.detach().view(-1),
-            norm_weight=norm_weight.detach(),
+            norm_weight=None if norm_weight is None else norm_weight.detach(),
             f_b_weight=None,
             conv_bias=None if bias is None else bias.detach(),
-            eps=float(norm_eps),
+            eps=float(norm_eps) if norm_weight is not None else 1e-5,
             lower_bound=None if lower_bound is None else float(lower_bound),
+            output_norm=norm_weight is not None,
             policies={("decode", N, 1): pol} if N > 0 else None,
             conv_dim_first=dim_first,
             null_slot=self.null_slot,
@@ -401,7 +417,7 @@ class FusedKdaDecode:
                 conv_weight=conv_weight,
                 A_log=layer.A_log.detach().view(-1),
                 dt_bias=layer.dt_bias.detach().view(-1),
-                norm_weight=layer.norm_weight.detach(),
+                norm_weight=None if layer.norm_weight is None else layer.norm_weight.detach(),
                 f_b_weight=None,
                 conv_bias=None if layer.bias is None else layer.bias.detach(),
             )
@@ -461,7 +477,7 @@ def is_fused_kda_decode_supported(
     device=None,
     conv_state: Optional[torch.Tensor] = None,
     state: Optional[torch.Tensor] = None,
-) -> "Support":
+) -> Support:
     """Can :data:`fused_kda_decode` serve a layer of this shape, and why not (vLLM's
     ``is_fused_kda_decode_supported``, same positional arguments).
 
@@ -502,8 +518,10 @@ def is_fused_kda_decode_supported(
     if isinstance(W, bool) or not isinstance(W, int) or W < 2:
         return _no(f"conv_width: expected conv taps >= 2, got {W!r}")
     if num_spec != 0:
-        return _no(f"num_spec: {num_spec} speculative tokens; the fused decode op serves layers without speculative "
-                   "decoding (as vLLM's); verify steps run through PreparedKda.run(mode='per_token'|'record'|'fused')")
+        return _no(
+            f"num_spec: {num_spec} speculative tokens; the fused decode op serves layers without speculative "
+            "decoding (as vLLM's); verify steps run through PreparedKda.run(mode='per_token'|'record'|'fused')"
+        )
     if input_dtype != torch.bfloat16:
         return _no(f"input_dtype: expected bfloat16 (x, raw_g, raw_beta, output_gate), got {_dtname(input_dtype)}")
     if conv_state_dtype not in (torch.bfloat16, torch.float32):
@@ -536,9 +554,11 @@ def is_fused_kda_decode_supported(
     else:
         return _no(f"device: expected a CUDA or CPU device, got {dev}")
     gate_note = "output norm fused" if fuse_output_norm else "no output norm"
-    return _yes(f"fused decode on the {backend}: H={H} (any H; vLLM's kernel takes 12/24/48/96), W={W}, "
-                f"{_dtname(conv_state_dtype)} conv cache (SD or DS), {_dtname(state_dtype)} state, "
-                f"softplus or lower-bound gate, {gate_note}")
+    return _yes(
+        f"fused decode on the {backend}: H={H} (any H; vLLM's kernel takes 12/24/48/96), W={W}, "
+        f"{_dtname(conv_state_dtype)} conv cache (SD or DS), {_dtname(state_dtype)} state, "
+        f"softplus or lower-bound gate, {gate_note}"
+    )
 
 
 def _conv_layout_problem(conv_state, D, W, dtype, dev) -> Optional[str]:
@@ -547,13 +567,17 @@ def _conv_layout_problem(conv_state, D, W, dtype, dev) -> Optional[str]:
     if conv_state.device.type != dev.type:
         return f"conv_state: on {conv_state.device}, the layer runs on {dev}"
     if conv_state.dim() != 3 or conv_state.shape[1] != 3 * D:
-        return (f"conv_state: expected the logical [slots, 3D={3 * D}, window] view vLLM passes, got shape "
-                f"{tuple(conv_state.shape)}")
+        return (
+            f"conv_state: expected the logical [slots, 3D={3 * D}, window] view vLLM passes, got shape "
+            f"{tuple(conv_state.shape)}"
+        )
     if conv_state.shape[2] < W - 1:
         return f"conv_state: window {conv_state.shape[2]} < W - 1 = {W - 1} columns"
     if not (conv_state.stride(1) == 1 or conv_state.stride(2) == 1 or conv_state.shape[2] == 1):
-        return (f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), got strides "
-                f"{conv_state.stride()}")
+        return (
+            f"conv_state: expected channel stride 1 (SD storage) or column stride 1 (DS storage), got strides "
+            f"{conv_state.stride()}"
+        )
     return None
 
 
@@ -566,8 +590,10 @@ def _state_layout_problem(state, H, dtype, dev) -> Optional[str]:
         return f"state: expected [slots, H={H}, 128, 128], got shape {tuple(state.shape)}"
     inner = (HEAD_DIM * HEAD_DIM, HEAD_DIM, 1)
     if tuple(state.stride()[1:]) != inner or (state.shape[0] > 1 and state.stride(0) < H * HEAD_DIM * HEAD_DIM):
-        return (f"state: expected dense [H, V, K] slots (strides (>= {H * HEAD_DIM * HEAD_DIM}, {inner[0]}, "
-                f"{inner[1]}, 1)), got strides {state.stride()}")
+        return (
+            f"state: expected dense [H, V, K] slots (strides (>= {H * HEAD_DIM * HEAD_DIM}, {inner[0]}, "
+            f"{inner[1]}, 1)), got strides {state.stride()}"
+        )
     return None
 
 
@@ -580,4 +606,4 @@ def _ensure_cuda_runs(t: torch.Tensor) -> None:
             raise RuntimeError("kda_decode.vllm.fused_kda_decode: " + ok.reason)
 
 
-__all__ += ["is_fused_kda_decode_supported", "Support"]
+__all__ += ["Support", "is_fused_kda_decode_supported"]
