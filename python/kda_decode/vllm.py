@@ -87,7 +87,14 @@ from .prepared import PreparedKda
 if TYPE_CHECKING:  # torch is imported where a call hands over torch tensors, not at import time
     import torch
 
-__all__ = ["FusedKdaDecode", "fused_kda_decode", "process_weights_after_loading", "read_module", "status"]
+__all__ = [
+    "AppendState",
+    "FusedKdaDecode",
+    "fused_kda_decode",
+    "process_weights_after_loading",
+    "read_module",
+    "status",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -283,6 +290,31 @@ class FusedKdaDecode:
             TypeError: a wrong dtype (e.g. int64 ``state_indices``).
             RuntimeError: the layer's first call happens during CUDA-graph capture.
         """
+        return self._step(
+            x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias, state_indices, state, out, lower_bound,
+            output_gate, norm_weight, norm_eps, None,
+        )
+
+    def _step(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        conv_state: torch.Tensor,
+        raw_g: torch.Tensor,
+        raw_beta: torch.Tensor,
+        A_log: torch.Tensor,
+        dt_bias: torch.Tensor,
+        state_indices: torch.Tensor,
+        state: torch.Tensor,
+        out: Optional[torch.Tensor],
+        lower_bound: Optional[float],
+        output_gate: Optional[torch.Tensor],
+        norm_weight: Optional[torch.Tensor],
+        norm_eps: float,
+        append: Optional[AppendState],
+    ) -> torch.Tensor:
+        """A decode step (``append`` None) or an append step on ``append``'s records."""
         import torch
 
         if (output_gate is None) != (norm_weight is None):
@@ -316,7 +348,11 @@ class FusedKdaDecode:
         beta = _rows_view(raw_beta, N, H, "raw_beta")
         o = _rows_view(out, N, D, "out")
         layer = self._layer(weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first, cs, state, N)
-        layer.kda.run_views(x, og, gate, beta, o, Caches(conv_state=cs, state=state), state_indices)
+        if append is None:
+            layer.kda.run_views(x, og, gate, beta, o, Caches(conv_state=cs, state=state), state_indices)
+        else:
+            caches = append._attach(layer.kda, cs, state)
+            layer.kda.run_views(x, og, gate, beta, o, caches, state_indices, mode="append")
         return out
 
     # ---- layers ------------------------------------------------------------------------
@@ -434,6 +470,186 @@ class FusedKdaDecode:
 
 #: The default adapter instance: ``fused_kda_decode(x, weight, bias, conv_state, ...)``.
 fused_kda_decode = FusedKdaDecode()
+
+
+# ---------------------------------------------------------------------------------------
+# append decode: the per-layer records and pending counts
+# ---------------------------------------------------------------------------------------
+class AppendState:
+    """Append decode (SPEC §4 ``append``) for one KDA layer, shaped as vLLM's per-layer
+    metadata: it owns the layer's records rows and pending counts, runs the layer's decode
+    batches as append steps, and folds the records into the state (flush) where the SPEC
+    needs it — before a plain decode step, a prefill or a slot's release.
+
+    An append step reads the request's state (the *checkpoint*, ``state[state_indices[n]]``)
+    and its pending records, runs the token from the folded copy and appends the token's
+    record instead of writing the 64 KiB state; the state is written once every Qr steps
+    (when a row is full) and at a flush. Per slot and layer the records take Qr · H · 1.5 KiB
+    (u: 512 B, k and g: 1 KiB per head and position). The records row of a request is its
+    state slot (vLLM's ``state_indices`` entry), so ``num_slots`` is the state pool's size;
+    pad ids (negative or the null slot 0) read and write nothing.
+
+    Bitwise: n append steps then a flush give the state, outputs and windows of n plain
+    decode steps (fp32 state) when both run the same variant — always on the CPU; on CUDA
+    with a forced variant (``FusedKdaDecode(variant='split' | 'wide')``), or where ``auto``
+    picks the same one for both (it never picks WS for append: WS has no append path).
+
+    Args:
+        num_slots: rows of the records (the state pool's slot count).
+        num_heads: H of the layer's shard.
+        records_per_row: Qr, records per row (Qr steps between two state writes).
+        device: where the layer runs (the records live there).
+        adapter: the :class:`FusedKdaDecode` whose prepared layers run the steps (default
+            :data:`fused_kda_decode`).
+
+    CUDA graphs: the buffers are allocated here, once; :meth:`step`, :meth:`flush`,
+    :meth:`decode`, :meth:`prefill`, :meth:`release` and :meth:`flush_all` allocate nothing
+    and never synchronise. The first step of a layer with this state must be eager (it
+    prepares the layer for the records: the per-row arrival counters of the CUDA backend).
+    """
+
+    def __init__(
+        self,
+        num_slots: int,
+        num_heads: int,
+        *,
+        records_per_row: int = 8,
+        device: Any = "cpu",
+        adapter: Optional[FusedKdaDecode] = None,
+    ):
+        import torch
+
+        if num_slots < 1 or num_heads < 1 or records_per_row < 1:
+            raise ValueError(
+                f"AppendState: expected num_slots, num_heads and records_per_row >= 1, got {num_slots}, "
+                f"{num_heads}, {records_per_row}"
+            )
+        Qr, H = int(records_per_row), int(num_heads)
+        self.records_per_row = Qr
+        self.num_heads = H
+        self.correction = torch.zeros(num_slots, H, Qr, HEAD_DIM, dtype=torch.float32, device=device)
+        self.key_gate = torch.zeros(num_slots, H, Qr, 2 * HEAD_DIM, dtype=torch.float32, device=device)
+        self.pending = torch.zeros(num_slots, dtype=torch.int32, device=device)
+        self.adapter = fused_kda_decode if adapter is None else adapter
+        self._all_rows = torch.arange(num_slots, dtype=torch.int32, device=device)
+        self._kda: Optional[PreparedKda] = None  # the layer of the last step
+        self._caches: Optional[Caches] = None  # its caches with these records
+        self._prepared: List[PreparedKda] = []  # layers prepared for these records
+
+    @property
+    def bytes(self) -> int:
+        """Device memory of the records and pending counts."""
+        return sum(t.numel() * t.element_size() for t in (self.correction, self.key_gate, self.pending))
+
+    def _attach(self, kda: PreparedKda, conv: Any, state: Any) -> Caches:
+        caches = Caches(
+            conv_state=conv, state=state, correction=self.correction, key_gate=self.key_gate, pending=self.pending
+        )
+        if not any(k is kda for k in self._prepared):
+            import torch
+
+            if state.is_cuda and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(
+                    "kda_decode.vllm.AppendState: the first append step of a layer must be eager (it prepares the "
+                    "layer for the records); run one eager step before CUDA-graph capture"
+                )
+            kda.prepare(caches)
+            self._prepared.append(kda)
+        self._kda, self._caches = kda, caches
+        return caches
+
+    # ---- steps -------------------------------------------------------------------------
+    def step(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        conv_state: torch.Tensor,
+        raw_g: torch.Tensor,
+        raw_beta: torch.Tensor,
+        A_log: torch.Tensor,
+        dt_bias: torch.Tensor,
+        state_indices: torch.Tensor,
+        state: torch.Tensor,
+        out: Optional[torch.Tensor] = None,
+        lower_bound: Optional[float] = None,
+        output_gate: Optional[torch.Tensor] = None,
+        norm_weight: Optional[torch.Tensor] = None,
+        norm_eps: float = 1e-5,
+    ) -> torch.Tensor:
+        """One append step of N requests: :func:`fused_kda_decode`'s arguments and mapping,
+        ``mode="append"`` on these records. Updates ``conv_state``, the records and pending;
+        writes ``state`` only for rows that were full.
+
+        Returns:
+            ``out`` (or a new ``[1, N, H, 128]`` bf16 tensor).
+        Raises:
+            As :func:`fused_kda_decode`; RuntimeError: the first step of a layer with this
+            state happens during CUDA-graph capture.
+        """
+        if int(A_log.numel()) != self.num_heads:
+            raise ValueError(f"A_log: {A_log.numel()} heads, this AppendState holds records of {self.num_heads}")
+        return self.adapter._step(
+            x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias, state_indices, state, out, lower_bound,
+            output_gate, norm_weight, norm_eps, self,
+        )
+
+    def decode(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        conv_state: torch.Tensor,
+        raw_g: torch.Tensor,
+        raw_beta: torch.Tensor,
+        A_log: torch.Tensor,
+        dt_bias: torch.Tensor,
+        state_indices: torch.Tensor,
+        state: torch.Tensor,
+        out: Optional[torch.Tensor] = None,
+        lower_bound: Optional[float] = None,
+        output_gate: Optional[torch.Tensor] = None,
+        norm_weight: Optional[torch.Tensor] = None,
+        norm_eps: float = 1e-5,
+    ) -> torch.Tensor:
+        """A plain decode step (:func:`fused_kda_decode`) of requests that may have records
+        pending: flushes their rows first (a plain decode reads the state, not the records)."""
+        self.flush(state_indices)
+        return self.adapter._step(
+            x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias, state_indices, state, out, lower_bound,
+            output_gate, norm_weight, norm_eps, None,
+        )
+
+    # ---- folding the records into the state ----------------------------------------------
+    def flush(self, slots: torch.Tensor) -> None:
+        """Folds the pending records of these slots' rows into their states and sets their
+        pending counts to 0 (SPEC §4 flush), on the caches of the last step. Pad ids are
+        skipped; nothing happens before the first step (nothing is pending)."""
+        if self._kda is None:
+            return
+        self._kda.flush(self._caches, slots)
+
+    def prefill(self, slots: torch.Tensor) -> None:
+        """Before a prefill of these slots (a chunked prefill continues from the state): flush."""
+        self.flush(slots)
+
+    def release(self, slots: torch.Tensor) -> None:
+        """When these slots are freed: flush, so the final state is in the pool (prefix caching
+        may keep it) and the rows start empty for their next owner."""
+        self.flush(slots)
+
+    def flush_all(self) -> None:
+        """:meth:`flush` of every row (e.g. before a weight reload or a pool snapshot)."""
+        self.flush(self._all_rows)
+
+    def assign(self, slots: torch.Tensor) -> None:
+        """Empties the rows of newly assigned slots without folding (the records of a request that
+        was dropped without :meth:`release` are discarded). Pad ids are ignored."""
+        import torch
+
+        s = slots.to(torch.long)
+        keep = (s > 0) & (s < self.pending.shape[0])
+        self.pending.index_fill_(0, torch.where(keep, s, torch.zeros_like(s)), 0)
 
 
 def process_weights_after_loading() -> None:
