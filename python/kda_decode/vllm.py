@@ -59,8 +59,12 @@ Differences from vLLM's kernel (this package follows its SPEC):
   may differ in size.
 * The returned tensor is ``out`` as given (or the new ``[1, N, H, 128]`` tensor).
 
+**Append decode.** :class:`AppendState` (one per layer) runs the same call as an append step
+(SPEC §4: the state written once every Qr steps) on records it owns, and flushes them before
+a plain decode, a prefill or a slot's release (docs/ENGINES.md).
+
 **Preparation.** The first call for a layer (identified by the addresses of its weights,
-its gate / eps settings and its conv layout) builds a :class:`~kda_decode.PreparedKda` and
+its gate / eps / norm settings and its conv layout) builds a :class:`~kda_decode.PreparedKda` and
 ``prepare``s it for the caches: this copies derived weights to the device, so it must be
 an *eager* call (vLLM's warm-up / profile run is one); a first call during CUDA-graph
 capture raises ``RuntimeError``. Later calls with an unseen batch size plan it on the host
@@ -708,8 +712,8 @@ def is_fused_kda_decode_supported(
         conv_state_dtype: conv cache dtype: bfloat16 or float32 (None: bfloat16).
         state_dtype: recurrent state dtype: float32 or bfloat16 (vLLM's op: float32; None: float32).
         fuse_output_norm: False asks for vLLM's no-norm mode (``output_gate`` and
-            ``norm_weight`` None; SPEC §9's optional output norm): supported only once the
-            core has it.
+            ``norm_weight`` None: out = bf16(o), SPEC §9's optional output norm; supported
+            wherever the fused mode is).
         device: where the layer runs (torch device or str); None: 'cuda' when torch sees a
             GPU, else 'cpu'.
         conv_state: optionally the conv cache as vLLM passes it (the logical
