@@ -166,7 +166,9 @@ def append_check(
         dec_outs = []
         for i in range(steps):
             dec_outs.append(be.host(dec.step(dec.inputs(B, seed * 1000 + i), np.arange(1, B + 1, dtype=np.int32))))
-    a = Setup(be, layer, H, slots=slots_n, records_per_row=APPEND_QR, policies={("append", B, 1): kd.Policy(variant=va)})
+    a = Setup(
+        be, layer, H, slots=slots_n, records_per_row=APPEND_QR, policies={("append", B, 1): kd.Policy(variant=va)}
+    )
     slots = np.arange(1, B + 1, dtype=np.int32)
     same_out, times = True, []
     for i in range(steps):
@@ -267,8 +269,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--steps", type=int, default=64, help="decode steps of each trajectory (and append steps)")
     ap.add_argument("--golden", default="tests/golden")
-    ap.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
-                    help="a line per stage with elapsed time and ETA on stderr (auto: at a terminal, not in CI)")
+    ap.add_argument(
+        "--progress",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="a line per stage with elapsed time and ETA on stderr (auto: at a terminal, not in CI)",
+    )
     args = ap.parse_args(argv)
 
     cuda = args.device in ("auto", "cuda") and cuda_usable()
@@ -283,9 +289,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     ok = True
     rows = []
-    layers = [(name, H, gate, lb) for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12),
-                                                  ("Kimi K3 shard", 96))
-              for gate, lb in (("lower-bound", -5.0), ("softplus", None))]
+    layers = [
+        (name, H, gate, lb)
+        for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12), ("Kimi K3 shard", 96))
+        for gate, lb in (("lower-bound", -5.0), ("softplus", None))
+    ]
     cases = sorted(glob.glob(os.path.join(args.golden, "*", "case.json")))
     # stage weights ~ relative cost (measured on the CPU backend): a layer's work grows with H
     # (the state is H·64 KiB per request) and with the steps (decode, then append), plus about
@@ -293,11 +301,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     # quarter of an H = 1 layer
     layer_w = (2 * args.steps + 70) / (2 * 64 + 70)
     golden_w = 0.25
-    prog = Progress(sum(H * layer_w for _, H, _, _ in layers) + golden_w * len(cases), len(layers) + len(cases),
-                    enabled=None if args.progress == "auto" else args.progress == "on")
+    prog = Progress(
+        sum(H * layer_w for _, H, _, _ in layers) + golden_w * len(cases),
+        len(layers) + len(cases),
+        enabled=None if args.progress == "auto" else args.progress == "on",
+    )
     for name, H, gate, lb in layers:
-        with prog.stage(f"{name} H={H}, {gate} gate: {args.steps} decode + append steps, verify, agreement",
-                        H * layer_w):
+        with prog.stage(
+            f"{name} H={H}, {gate} gate: {args.steps} decode + append steps, verify, agreement", H * layer_w
+        ):
             layer = make_layer(H, lb, seed=H)
             s, outs, us = trajectory(be, layer, H, B, args.steps, seed=H)
             app_ok, app_detail, app_us = append_check(be, layer, H, B, args.steps, H, s, outs)
@@ -349,8 +361,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 for layout in ("ds", "sd"):
                     res = golden.run_case(os.path.dirname(c), device="cuda" if cuda else "cpu", layout=layout)
                     ok &= bool(res.passed)
-                    print(("PASS " if res.passed else "FAIL ") + os.path.basename(os.path.dirname(c)) + f" [{layout}]",
-                          flush=True)
+                    print(
+                        ("PASS " if res.passed else "FAIL ") + os.path.basename(os.path.dirname(c)) + f" [{layout}]",
+                        flush=True,
+                    )
     else:
         print(f"\n(no golden cases under {args.golden})")
     print("\nmain job:", "PASS" if ok else "FAIL")

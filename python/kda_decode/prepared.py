@@ -376,10 +376,10 @@ class PreparedKda:
         (``[3D, 1, W]`` or ``[3D, W]``), ``conv1d.bias``, ``f_b_proj.weight`` (not read with
         ``precomputed_gate``), ``A_log`` (``[H]`` or ``[1, 1, H, 1]``), ``dt_bias``,
         ``o_norm.weight`` and its ``eps`` (else ``variance_epsilon``, else 1e-5; with
-        ``output_norm=False`` neither is needed), ``gate_lower_bound`` (None / absent: softplus gate). torch parameters are detached
-        (same storage, so in-place reloads are seen). The borrowed weights must stay at their
-        addresses: reload them in place, then call :meth:`process_weights_after_loading`
-        with the module.
+        ``output_norm=False`` neither is needed), ``gate_lower_bound`` (None / absent:
+        softplus gate). torch parameters are detached (same storage, so in-place reloads are
+        seen). The borrowed weights must stay at their addresses: reload them in place, then
+        call :meth:`process_weights_after_loading` with the module.
 
         Args:
             attention: the module (any object with those attributes).

@@ -181,7 +181,7 @@ def _sync(t: torch.Tensor) -> None:
 class _Layer:
     """One prepared layer and the tensors its derived copies come from."""
 
-    def __init__(self, kda, conv_weights, bias, A_log, dt_bias, norm_weight):
+    def __init__(self, kda: Any, conv_weights: Any, bias: Any, A_log: Any, dt_bias: Any, norm_weight: Any) -> None:
         self.kda = kda
         self.conv_weights = conv_weights
         self.bias = bias
@@ -209,7 +209,7 @@ class KdaDecodeBackend:
     # ---- the call ----------------------------------------------------------------------
     def forward_decode(
         self,
-        layer,
+        layer: Any,
         mixed_qkv: torch.Tensor,
         a: torch.Tensor,
         b: torch.Tensor,
@@ -256,7 +256,7 @@ class KdaDecodeBackend:
 
     def covered(
         self,
-        layer,
+        layer: Any,
         mixed_qkv: torch.Tensor,
         a: torch.Tensor,
         b: torch.Tensor,
@@ -293,7 +293,19 @@ class KdaDecodeBackend:
         )
 
     # ---- argument mapping --------------------------------------------------------------
-    def _views(self, layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, output_gate, norm_weight, out):
+    def _views(
+        self,
+        layer: Any,
+        mixed_qkv: Any,
+        a: Any,
+        b: Any,
+        conv_states: Any,
+        ssm_states: Any,
+        cache_indices: Any,
+        output_gate: Any,
+        norm_weight: Any,
+        out: Any,
+    ) -> Dict[str, Any]:
         for attr in ("conv_weights", "A_log", "dt_bias"):
             if getattr(layer, attr, None) is None:
                 raise ValueError(
@@ -349,7 +361,7 @@ class KdaDecodeBackend:
         return p
 
     # ---- layers ------------------------------------------------------------------------
-    def _layer(self, layer, p, norm_weight, norm_eps) -> _Layer:
+    def _layer(self, layer: Any, p: Dict[str, Any], norm_weight: Any, norm_eps: float) -> _Layer:
         cw, bias, A_log, dt_bias = layer.conv_weights, getattr(layer, "bias", None), layer.A_log, layer.dt_bias
         lb = getattr(layer, "lower_bound", None)
         fused = norm_weight is not None
@@ -404,7 +416,7 @@ class KdaDecodeBackend:
     @property
     def prepared(self) -> List[_kd.PreparedKda]:
         """The prepared layers, in the order of their first call."""
-        return [l.kda for l in self._layers.values()]
+        return [lay.kda for lay in self._layers.values()]
 
     def process_weights_after_loading(self) -> None:
         """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
@@ -414,23 +426,23 @@ class KdaDecodeBackend:
         Raises:
             ValueError / TypeError: a source tensor changed shape or dtype.
         """
-        for l in self._layers.values():
-            D = l.kda.heads * HEAD_DIM
-            _sync(l.A_log)
-            norm = l.norm_weight.detach() if l.norm_weight is not None else None
-            l.kda.process_weights_after_loading(
-                conv_weight=_conv_weight_of(l.conv_weights, D),
-                A_log=l.A_log.detach().view(-1),
-                dt_bias=l.dt_bias.detach().view(-1),
+        for lay in self._layers.values():
+            D = lay.kda.heads * HEAD_DIM
+            _sync(lay.A_log)
+            norm = lay.norm_weight.detach() if lay.norm_weight is not None else None
+            lay.kda.process_weights_after_loading(
+                conv_weight=_conv_weight_of(lay.conv_weights, D),
+                A_log=lay.A_log.detach().view(-1),
+                dt_bias=lay.dt_bias.detach().view(-1),
                 norm_weight=norm,
                 f_b_weight=None,
-                conv_bias=None if l.bias is None else l.bias.detach(),
+                conv_bias=None if lay.bias is None else lay.bias.detach(),
             )
 
     def status(self) -> List[_kd.Status]:
         """Per prepared layer (first-call order): caller errors found in the data since the
         last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
-        return [l.kda.status() for l in self._layers.values()]
+        return [lay.kda.status() for lay in self._layers.values()]
 
     def clear(self) -> None:
         """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
@@ -441,11 +453,29 @@ class KdaDecodeBackend:
 kda_decode_backend = KdaDecodeBackend()
 
 
-def forward_decode(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw) -> torch.Tensor:
+def forward_decode(
+    layer: Any,
+    mixed_qkv: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    conv_states: torch.Tensor,
+    ssm_states: torch.Tensor,
+    cache_indices: torch.Tensor,
+    **kw: Any,
+) -> torch.Tensor:
     """:meth:`KdaDecodeBackend.forward_decode` of :data:`kda_decode_backend`."""
     return kda_decode_backend.forward_decode(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw)
 
 
-def covered(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw) -> Support:
+def covered(
+    layer: Any,
+    mixed_qkv: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    conv_states: torch.Tensor,
+    ssm_states: torch.Tensor,
+    cache_indices: torch.Tensor,
+    **kw: Any,
+) -> Support:
     """:meth:`KdaDecodeBackend.covered` of :data:`kda_decode_backend`."""
     return kda_decode_backend.covered(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw)

@@ -295,8 +295,22 @@ class FusedKdaDecode:
             RuntimeError: the layer's first call happens during CUDA-graph capture.
         """
         return self._step(
-            x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias, state_indices, state, out, lower_bound,
-            output_gate, norm_weight, norm_eps, None,
+            x,
+            weight,
+            bias,
+            conv_state,
+            raw_g,
+            raw_beta,
+            A_log,
+            dt_bias,
+            state_indices,
+            state,
+            out,
+            lower_bound,
+            output_gate,
+            norm_weight,
+            norm_eps,
+            None,
         )
 
     def _step(
@@ -594,8 +608,22 @@ class AppendState:
         if int(A_log.numel()) != self.num_heads:
             raise ValueError(f"A_log: {A_log.numel()} heads, this AppendState holds records of {self.num_heads}")
         return self.adapter._step(
-            x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias, state_indices, state, out, lower_bound,
-            output_gate, norm_weight, norm_eps, self,
+            x,
+            weight,
+            bias,
+            conv_state,
+            raw_g,
+            raw_beta,
+            A_log,
+            dt_bias,
+            state_indices,
+            state,
+            out,
+            lower_bound,
+            output_gate,
+            norm_weight,
+            norm_eps,
+            self,
         )
 
     def decode(
@@ -620,8 +648,22 @@ class AppendState:
         pending: flushes their rows first (a plain decode reads the state, not the records)."""
         self.flush(state_indices)
         return self.adapter._step(
-            x, weight, bias, conv_state, raw_g, raw_beta, A_log, dt_bias, state_indices, state, out, lower_bound,
-            output_gate, norm_weight, norm_eps, None,
+            x,
+            weight,
+            bias,
+            conv_state,
+            raw_g,
+            raw_beta,
+            A_log,
+            dt_bias,
+            state_indices,
+            state,
+            out,
+            lower_bound,
+            output_gate,
+            norm_weight,
+            norm_eps,
+            None,
         )
 
     # ---- folding the records into the state ----------------------------------------------
@@ -694,7 +736,7 @@ def is_fused_kda_decode_supported(
     *,
     state_dtype: Optional[torch.dtype] = None,
     fuse_output_norm: bool = True,
-    device=None,
+    device: Any = None,
     conv_state: Optional[torch.Tensor] = None,
     state: Optional[torch.Tensor] = None,
 ) -> Support:
@@ -730,7 +772,7 @@ def is_fused_kda_decode_supported(
     input_dtype = torch.bfloat16 if input_dtype is None else input_dtype
     conv_state_dtype = torch.bfloat16 if conv_state_dtype is None else conv_state_dtype
     state_dtype = torch.float32 if state_dtype is None else state_dtype
-    H, K, W = num_heads, head_dim, conv_width
+    H, W = num_heads, conv_width
     if isinstance(H, bool) or not isinstance(H, int) or H < 1:
         return _no(f"num_heads: expected a head count >= 1, got {H!r}")
     if head_dim != HEAD_DIM:
@@ -781,7 +823,7 @@ def is_fused_kda_decode_supported(
     )
 
 
-def _conv_layout_problem(conv_state, D, W, dtype, dev) -> Optional[str]:
+def _conv_layout_problem(conv_state: Any, D: int, W: int, dtype: Any, dev: Any) -> Optional[str]:
     if conv_state.dtype != dtype:
         return f"conv_state: dtype {_dtname(conv_state.dtype)} differs from conv_state_dtype {_dtname(dtype)}"
     if conv_state.device.type != dev.type:
@@ -801,7 +843,7 @@ def _conv_layout_problem(conv_state, D, W, dtype, dev) -> Optional[str]:
     return None
 
 
-def _state_layout_problem(state, H, dtype, dev) -> Optional[str]:
+def _state_layout_problem(state: Any, H: int, dtype: Any, dev: Any) -> Optional[str]:
     if state.dtype != dtype:
         return f"state: dtype {_dtname(state.dtype)} differs from state_dtype {_dtname(dtype)}"
     if state.device.type != dev.type:
