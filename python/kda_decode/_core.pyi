@@ -27,7 +27,7 @@ PENDING: int = 8
 
 PAD_START: int = 16
 
-MODES: tuple[str, ...] = ("decode", "per_token", "record", "fused")
+MODES: tuple[str, ...] = ("decode", "append", "per_token", "record", "fused")
 
 class Error(ValueError):
     pass

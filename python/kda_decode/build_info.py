@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 import sys
 from typing import Any, List, Optional, Tuple
 
@@ -40,8 +41,8 @@ def build_info() -> dict:
     from . import _version, cuda_built
 
     rec: Any
-    try:
-        from . import _build_config as rec  # written by CMake at build time
+    try:  # written by CMake at build time (absent from a source tree that was never built)
+        rec = importlib.import_module(f"{__package__}._build_config")
     except ImportError:
         rec = None
     info = dict(version=_version.__version__, cuda_backend=bool(cuda_built()), recorded=rec is not None)

@@ -395,22 +395,25 @@ def test_gpu_vs_float64(variant, mode):
 # ---------------------------------------------------------------------------------------
 # without the output norm (SPEC §9)
 # ---------------------------------------------------------------------------------------
-NO_NORM = [(v, m) for v in ("split", "wide", "ws", "auto") for m in ("decode", "append", "per_token", "record", "fused")
+NO_NORM = [(v, m, False) for v in ("split", "wide", "ws", "auto")
+           for m in ("decode", "append", "per_token", "record", "fused")
            if not (v == "ws" and m == "append")]  # WS has no append path (refused at prepare)
+NO_NORM += [(v, "append", True) for v in ("split", "wide", "auto")]  # append with the norm, from Python too
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@pytest.mark.parametrize("variant,mode", NO_NORM)
-def test_no_output_norm(variant, mode, packed):
+@pytest.mark.parametrize("variant,mode,norm", NO_NORM)
+def test_no_output_norm(variant, mode, norm, packed):
     """A layer built with output_norm=False (no norm weight), every forced variant and auto, every
     step kind, two chained steps: GPU vs CPU backend (SPEC §8 backend vs backend; out = bf16(o)),
     with every out-gate input NaN (in the packed row, or views with out_gate=None): a variant
-    that read or applied the out gate would write NaN; untouched slots bitwise, pad rows zero."""
-    rng = np.random.default_rng(zlib.crc32(f"nonorm-{variant}-{mode}-{packed}".encode()))
+    that read or applied the out gate would write NaN; untouched slots bitwise, pad rows zero.
+    norm=True (append only): the same append steps with the gated RMSNorm, real out gates."""
+    rng = np.random.default_rng(zlib.crc32(f"nonorm-{variant}-{mode}-{packed}-{norm}".encode()))
     H, B = (12, 5) if variant != "split" else (3, 2)
     q = 1 if mode in ("decode", "append") else 3
     Qr = 4
-    layer = Layer(H, lower_bound=-5.0 if mode != "record" else None, seed=61, output_norm=False)
+    layer = Layer(H, lower_bound=-5.0 if mode != "record" else None, seed=61, output_norm=norm)
     n = B * q + 2
     records = (n, Qr) if mode in ("append", "record", "fused") else None
     pool = Pool(layer, n, W - 2 + q + 1, layout="sd", records=records, seed=62)
@@ -433,9 +436,10 @@ def test_no_output_norm(variant, mode, packed):
         tw.set_pending(live, np.full(live.size, 2, np.int32))
     for s in range(2):
         inp = Inputs(layer, B * q, seed=63 + s)
-        inp.projected[:, 3 * layer.D:4 * layer.D] = 0x7FC1
-        inp.raw["out_gate"][...] = 0x7FC1
-        c_out, g_out, _ = tw.run(inp, no_out_gate=not packed, **kw)
+        if not norm:
+            inp.projected[:, 3 * layer.D:4 * layer.D] = 0x7FC1
+            inp.raw["out_gate"][...] = 0x7FC1
+        c_out, g_out, _ = tw.run(inp, views=not packed, no_out_gate=not packed and not norm, **kw)
         live_rows = ~(c_out == 0).all(axis=1)
         assert np.isfinite(f64(c_out[live_rows])).all() and live_rows.any()
         if mode == "fused":
