@@ -23,7 +23,7 @@ namespace {
 
 kda::LayerWeights weights_of(nb::handle conv_weight, nb::handle A_log, nb::handle dt_bias, nb::handle norm_weight,
                              nb::handle f_b_weight, nb::handle conv_bias, float eps, std::optional<float> lower_bound,
-                             Keep& keep) {
+                             bool output_norm, Keep& keep) {
   kda::LayerWeights w;
   w.conv_weight = in_view(conv_weight, "conv_weight", keep);
   w.A_log = in_view(A_log, "A_log", keep);
@@ -33,6 +33,7 @@ kda::LayerWeights weights_of(nb::handle conv_weight, nb::handle A_log, nb::handl
   w.conv_bias = in_view(conv_bias, "conv_bias", keep);
   w.eps = eps;
   w.lower_bound = lower_bound;
+  w.output_norm = output_norm;
   return w;
 }
 
@@ -69,11 +70,11 @@ void bind_prepared(nb::module_& m) {
       .def(
           "__init__",
           [](Core* self, nb::handle conv_weight, nb::handle A_log, nb::handle dt_bias, nb::handle norm_weight,
-             nb::handle f_b_weight, nb::handle conv_bias, float eps, std::optional<float> lower_bound,
+             nb::handle f_b_weight, nb::handle conv_bias, float eps, std::optional<float> lower_bound, bool output_norm,
              const PolicyList& policies, bool conv_dim_first, int null_slot, const kda::Policy& default_policy) {
             Keep keep;
-            const kda::LayerWeights w =
-                weights_of(conv_weight, A_log, dt_bias, norm_weight, f_b_weight, conv_bias, eps, lower_bound, keep);
+            const kda::LayerWeights w = weights_of(conv_weight, A_log, dt_bias, norm_weight, f_b_weight, conv_bias, eps,
+                                                   lower_bound, output_norm, keep);
             std::unordered_map<kda::StepKey, kda::Policy, kda::StepKeyHash> pol;
             for (const auto& [mode, B, q, p] : policies) {
               const kda::StepKey k{kda::parse_mode(mode), B, q};
@@ -88,8 +89,8 @@ void bind_prepared(nb::module_& m) {
             new (self) Core{std::move(impl)};
           },
           "conv_weight"_a.none(), "A_log"_a.none(), "dt_bias"_a.none(), "norm_weight"_a.none(), "f_b_weight"_a.none(),
-          "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none(), "policies"_a, "conv_dim_first"_a, "null_slot"_a,
-          "default_policy"_a)
+          "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none(), "output_norm"_a, "policies"_a, "conv_dim_first"_a,
+          "null_slot"_a, "default_policy"_a)
       .def(
           "prepare",
           [](Core& self, const PyCaches& caches) {
@@ -153,15 +154,16 @@ void bind_prepared(nb::module_& m) {
       .def(
           "process_weights_after_loading",
           [](Core& self, nb::handle conv_weight, nb::handle A_log, nb::handle dt_bias, nb::handle norm_weight,
-             nb::handle f_b_weight, nb::handle conv_bias, float eps, std::optional<float> lower_bound) {
+             nb::handle f_b_weight, nb::handle conv_bias, float eps, std::optional<float> lower_bound,
+             bool output_norm) {
             Keep keep;
-            const kda::LayerWeights w =
-                weights_of(conv_weight, A_log, dt_bias, norm_weight, f_b_weight, conv_bias, eps, lower_bound, keep);
+            const kda::LayerWeights w = weights_of(conv_weight, A_log, dt_bias, norm_weight, f_b_weight, conv_bias, eps,
+                                                   lower_bound, output_norm, keep);
             nb::gil_scoped_release nogil;
             self.impl->process_weights_after_loading(w);
           },
           "conv_weight"_a.none(), "A_log"_a.none(), "dt_bias"_a.none(), "norm_weight"_a.none(), "f_b_weight"_a.none(),
-          "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none())
+          "conv_bias"_a.none(), "eps"_a, "lower_bound"_a.none(), "output_norm"_a)
       .def(
           "status",
           [](Core& self, uintptr_t stream) {

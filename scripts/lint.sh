@@ -30,9 +30,9 @@ CXX_FILES=(
   src/validate/*.h src/validate/*.cpp src/plan/*.h src/plan/*.cpp src/api/*.h src/api/*.cpp
   csrc/*.h csrc/*.cpp
   examples/cpp_consumer/main.cpp
-  tests/cpp/test_host_layer.cpp
+  tests/cpp/test_host_layer.cpp tests/cpp/test_output_norm.cpp
 )
-PY_FILES=(python/kda_decode tests/python/test_errors.py)
+PY_FILES=(python/kda_decode tests/python/test_errors.py tests/python/test_output_norm.py)
 
 status=0
 echo "== clang-format ($("$CLANG_FORMAT" --version | grep -o 'version [0-9.]*'), ${#CXX_FILES[@]} files)"

@@ -35,6 +35,8 @@ class PreparedKda {
   /// planned on first use from `default_policy`. `conv_dim_first`: true = DS conv layout
   /// [slots, 3D, window], false = SD [slots, window, 3D] (vLLM's default). `null_slot`:
   /// the pad slot id besides negatives (vLLM's NULL_BLOCK_ID = 0); -1 disables it.
+  /// `weights.output_norm = false` builds the layer without the output norm (SPEC §9): out =
+  /// bf16(o), norm_weight optional, out_gate optional in run_views (operands.h).
   /// Throws kda::Error on bad weights, a bad null_slot or a bad policy key.
   PreparedKda(const LayerWeights& weights, std::unordered_map<StepKey, Policy, StepKeyHash> policies = {},
               bool conv_dim_first = false, int null_slot = 0, Policy default_policy = {});
@@ -51,7 +53,8 @@ class PreparedKda {
   /// args.stream, allocates nothing, never synchronises.
   void run(const TensorView& projected, const TensorView& out, const Caches& caches, const StepArgs& args);
 
-  /// As run, from four separate input views (vLLM's buffers), no copy.
+  /// As run, from four separate input views (vLLM's buffers), no copy. in.out_gate may be
+  /// undefined when the layer has no output norm.
   void run_views(const InputViews& in, const TensorView& out, const Caches& caches, const StepArgs& args);
 
   /// Folds, per request b, the first counts[b] records of its row into its checkpoint
@@ -63,7 +66,8 @@ class PreparedKda {
   void flush(const Caches& caches, const TensorView& slots, const TensorView& record_rows, void* stream = nullptr);
 
   /// Recomputes the derived conv/norm copies in place (same addresses: captured CUDA graphs
-  /// stay valid). The borrowed weights must still live where they did.
+  /// stay valid). The borrowed weights must still live where they did; output_norm must be
+  /// as at construction (captured launches carry it).
   void process_weights_after_loading(const LayerWeights& weights);
 
   /// Caller errors flagged since the last call; clears them. On CUDA it synchronises

@@ -73,12 +73,11 @@ from ._core import (
     ShapeError,
     Status,
 )
+from ._version import __version__  # written once, in _version.py (pyproject and CMake read it too)
 from .arguments import MODES, Caches
 from .bf16 import bf16_to_float32, float32_to_bf16
 from .helpers import cuda_built, decode_conv_weight, deferred_supported, replays, stream_ctas, stream_layout
 from .prepared import PreparedKda
-
-from ._version import __version__  # written once, in _version.py (pyproject and CMake read it too)
 
 __all__ = [
     "ACCEPTED",
@@ -101,6 +100,7 @@ __all__ = [
     "PreparedKda",
     "ShapeError",
     "Status",
+    "__version__",
     "bf16_to_float32",
     "cuda_built",
     "decode_conv_weight",

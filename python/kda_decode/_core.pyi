@@ -27,7 +27,7 @@ PENDING: int = 8
 
 PAD_START: int = 16
 
-MODES: tuple[str, ...] = ("decode", "per_token", "record", "fused")
+MODES: tuple[str, ...] = ("decode", "append", "per_token", "record", "fused")
 
 class Error(ValueError):
     pass
@@ -220,6 +220,7 @@ class PreparedKda:
         conv_bias: object | None,
         eps: float,
         lower_bound: float | None,
+        output_norm: bool,
         policies: Sequence[tuple[str, int, int, Policy]],
         conv_dim_first: bool,
         null_slot: int,
@@ -251,6 +252,7 @@ class PreparedKda:
         conv_bias: object | None,
         eps: float,
         lower_bound: float | None,
+        output_norm: bool,
     ) -> None: ...
     def status(self, stream: int) -> Status: ...
     def plan(self, mode: str, B: int, q: int, caches: Caches) -> dict: ...

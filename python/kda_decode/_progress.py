@@ -5,13 +5,14 @@ the stream is a terminal and ``CI`` is not set in the environment, off otherwise
 stay as they were). The ETA weighs the stages: a stage of weight 8 is expected to take as
 long as eight of weight 1, from the time per weight of the stages done so far.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
 import time
-from typing import Iterator, Optional, TextIO
+from typing import Callable, Iterator, Optional, TextIO
 
 
 def auto_enabled(stream: Optional[TextIO] = None) -> bool:
@@ -31,7 +32,7 @@ def _fmt(seconds: float) -> str:
     seconds = max(0.0, seconds)
     if seconds < 60:
         return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-    m, s = divmod(int(round(seconds)), 60)
+    m, s = divmod(round(seconds), 60)
     if m < 60:
         return f"{m} min {s:02d} s"
     h, m = divmod(m, 60)
@@ -50,8 +51,15 @@ class Progress:
         clock: the time source (tests).
     """
 
-    def __init__(self, total_weight: float, stages: int, *, enabled: Optional[bool] = None,
-                 stream: Optional[TextIO] = None, clock=time.monotonic):
+    def __init__(
+        self,
+        total_weight: float,
+        stages: int,
+        *,
+        enabled: Optional[bool] = None,
+        stream: Optional[TextIO] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = sys.stderr if stream is None else stream
         self.enabled = auto_enabled(self.stream) if enabled is None else bool(enabled)
         self.total = float(total_weight)

@@ -1,10 +1,11 @@
 """Shared pieces of the engine adapters' support queries (kda_decode.vllm,
 kda_decode.sglang): the answer type, the core features they depend on, device checks."""
+
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Dict, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Tuple
 
 
 class Support(NamedTuple):
@@ -30,7 +31,7 @@ def no(reason: str) -> Support:
     return Support(False, reason)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def output_norm_in_core() -> bool:
     """Whether the core offers SPEC §9's optional output norm (``PreparedKda(output_norm=...)``).
 
@@ -45,14 +46,16 @@ def output_norm_in_core() -> bool:
         return False
 
 
-NO_NORM_MISSING = ("the no-norm mode (out = bf16(o), no RMSNorm and no output gate: SPEC §9's optional output "
-                   "norm) needs PreparedKda(output_norm=False), which this kda_decode does not have yet; pass the "
-                   "output gate and the norm weight to fuse the gated RMSNorm instead")
+NO_NORM_MISSING = (
+    "the no-norm mode (out = bf16(o), no RMSNorm and no output gate: SPEC §9's optional output "
+    "norm) needs PreparedKda(output_norm=False), which this kda_decode does not have yet; pass the "
+    "output gate and the norm weight to fuse the gated RMSNorm instead"
+)
 
 _DEVICE_CACHE: Dict[Tuple[str, int], Support] = {}
 
 
-def cuda_device_support(device) -> Support:
+def cuda_device_support(device: Any) -> Support:
     """Can this build run its CUDA backend on ``device`` (a torch device or 'cuda:N')?
 
     Host-side queries only (torch's device capability and the driver through libcuda),
@@ -61,6 +64,7 @@ def cuda_device_support(device) -> Support:
     import torch
 
     import kda_decode as kd
+
     from . import build_info
 
     dev = torch.device(device)
@@ -81,5 +85,5 @@ def cuda_device_support(device) -> Support:
     return hit
 
 
-def dtype_name(dt) -> str:
+def dtype_name(dt: Any) -> str:
     return str(dt).replace("torch.", "")

@@ -38,7 +38,7 @@ class Caches:
             Any slot stride.
         state: recurrent state ``[slots, H, V=128, K=128]`` fp32 (or bf16), inner
             ``[H, V, K]`` dense, any slot stride ≥ H·V·K.
-        correction: records ``u`` ``[rows_r, H, Qr, V]`` fp32 (record / fused / commit /
+        correction: records ``u`` ``[rows_r, H, Qr, V]`` fp32 (record / fused / append / commit /
             flush only). Inner dense, any row stride.
         key_gate: records ``(k, g)`` ``[rows_r, H, Qr, 2K]`` fp32 (with ``correction``).
         pending: ``[rows_r]`` int32, records waiting to be folded (fused steps and flush).

@@ -11,14 +11,16 @@ CPU backend alone without nvcc or with ``KDA_CPU_ONLY=1``; the build records wha
 
 The driver is asked through ``libcuda`` with ctypes, so none of this imports torch.
 """
+
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 import sys
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
-__all__ = ["build_info", "driver_cuda_version", "gpus", "cuda_problem", "check_cuda", "main"]
+__all__ = ["build_info", "check_cuda", "cuda_problem", "driver_cuda_version", "gpus", "main"]
 
 #: The oldest GPU the CUDA kernels run on (Hopper: TMA, clusters, mbarriers).
 MIN_CAPABILITY = (9, 0)
@@ -38,20 +40,25 @@ def build_info() -> dict:
     """
     from . import _version, cuda_built
 
-    try:
-        from . import _build_config as rec  # written by CMake at build time
+    rec: Any
+    try:  # written by CMake at build time (absent from a source tree that was never built)
+        rec = importlib.import_module(f"{__package__}._build_config")
     except ImportError:
         rec = None
     info = dict(version=_version.__version__, cuda_backend=bool(cuda_built()), recorded=rec is not None)
     if rec is None:
         info.update(cuda_archs=None, cuda_toolkit=None, arch_source=None, cpu_only_reason=None)
     else:
-        info.update(cuda_archs=list(rec.cuda_archs), cuda_toolkit=rec.cuda_toolkit, arch_source=rec.arch_source,
-                    cpu_only_reason=rec.cpu_only_reason)
+        info.update(
+            cuda_archs=list(rec.cuda_archs),
+            cuda_toolkit=rec.cuda_toolkit,
+            arch_source=rec.arch_source,
+            cpu_only_reason=rec.cpu_only_reason,
+        )
     return info
 
 
-def _libcuda():
+def _libcuda() -> Optional[ctypes.CDLL]:
     names = ["nvcuda.dll"] if sys.platform.startswith("win") else ["libcuda.so.1", "libcuda.so"]
     found = ctypes.util.find_library("cuda")
     if found:
@@ -121,8 +128,12 @@ def _arch_runs(built: List[str], capability: Tuple[int, int]) -> bool:
     return False
 
 
-def cuda_problem(capability: Optional[Tuple[int, int]] = None, *, driver: Optional[Tuple[int, int]] = None,
-                 info: Optional[dict] = None) -> Optional[str]:
+def cuda_problem(
+    capability: Optional[Tuple[int, int]] = None,
+    *,
+    driver: Optional[Tuple[int, int]] = None,
+    info: Optional[dict] = None,
+) -> Optional[str]:
     """Why the CUDA backend of this installation cannot run on this machine, or None.
 
     Args:
@@ -136,29 +147,37 @@ def cuda_problem(capability: Optional[Tuple[int, int]] = None, *, driver: Option
     info = build_info() if info is None else info
     if not info["cuda_backend"]:
         why = info.get("cpu_only_reason") or "the build had no CUDA compiler or KDA_CPU_ONLY was set"
-        return (f"kda_decode {info['version']} was built without the CUDA backend ({why}); reinstall with the "
-                "CUDA toolkit's nvcc on PATH on a machine whose GPU it should build for")
+        return (
+            f"kda_decode {info['version']} was built without the CUDA backend ({why}); reinstall with the "
+            "CUDA toolkit's nvcc on PATH on a machine whose GPU it should build for"
+        )
     drv = driver_cuda_version() if driver is None else driver
     if drv is None:
         return "no NVIDIA driver could be loaded (libcuda), so the CUDA backend cannot run here"
     tk = info.get("cuda_toolkit")
     if tk:
-        tk_major, tk_minor = (int(x) for x in tk.split(".")[:2])
+        tk_major = int(tk.split(".")[0])
         if drv[0] < tk_major:
-            return (f"the CUDA toolkit and the driver disagree: kda_decode was built with CUDA {tk} (nvcc), but "
-                    f"the NVIDIA driver supports CUDA up to {drv[0]}.{drv[1]}; update the driver, or rebuild "
-                    f"with a CUDA {drv[0]}.x toolkit (CUDACXX=/path/to/nvcc pip install .)")
+            return (
+                f"the CUDA toolkit and the driver disagree: kda_decode was built with CUDA {tk} (nvcc), but "
+                f"the NVIDIA driver supports CUDA up to {drv[0]}.{drv[1]}; update the driver, or rebuild "
+                f"with a CUDA {drv[0]}.x toolkit (CUDACXX=/path/to/nvcc pip install .)"
+            )
     if capability is not None:
         cap = (int(capability[0]), int(capability[1]))
         sm = f"sm_{cap[0]}{cap[1]}"
         if cap < MIN_CAPABILITY:
-            return (f"the GPU is {sm}; the CUDA kernels need sm_{MIN_CAPABILITY[0]}{MIN_CAPABILITY[1]} or newer "
-                    "(use CPU tensors for the CPU backend)")
+            return (
+                f"the GPU is {sm}; the CUDA kernels need sm_{MIN_CAPABILITY[0]}{MIN_CAPABILITY[1]} or newer "
+                "(use CPU tensors for the CPU backend)"
+            )
         built = info.get("cuda_archs")
         if built and not _arch_runs(built, cap):
             archs = ", ".join("sm_" + a for a in built)
-            return (f"kda_decode was built for {archs}, which cannot run on this {sm} GPU; reinstall on this "
-                    f"machine (pip install . builds for the GPUs it sees) or with KDA_CUDA_ARCHS={cap[0]}{cap[1]}a")
+            return (
+                f"kda_decode was built for {archs}, which cannot run on this {sm} GPU; reinstall on this "
+                f"machine (pip install . builds for the GPUs it sees) or with KDA_CUDA_ARCHS={cap[0]}{cap[1]}a"
+            )
     return None
 
 
@@ -169,7 +188,7 @@ def check_cuda(capability: Optional[Tuple[int, int]] = None) -> None:
         raise RuntimeError("kda_decode: " + why)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     """``python -m kda_decode.build_info``: prints the record, the driver, the GPUs and a
     verdict; exit code 0 (also for a CPU build: it is a report)."""
     info = build_info()

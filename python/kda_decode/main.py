@@ -5,16 +5,19 @@ lower-bound and the softplus gate, it runs
 
 1. a 64-step decode trajectory of B requests, on the GPU when one is present (torch CUDA
    tensors, CUDA backend), else on the CPU backend (numpy);
-2. one verify step per scheme, q = 4: ``per_token``; ``record`` followed by ``commit``;
+2. the same trajectory as append steps (records per row Qr = 8: the state is written once
+   every 8 steps) and a flush, checked against the decode trajectory bitwise (SPEC §8, fp32
+   state: every step's outputs, the windows, the state after the flush), both on one variant;
+3. one verify step per scheme, q = 4: ``per_token``; ``record`` followed by ``commit``;
    ``fused`` (pending = accepted) — each after the trajectory;
-3. an agreement check: on a GPU, the CUDA backend against the CPU backend on the same
+4. an agreement check: on a GPU, the CUDA backend against the CPU backend on the same
    inputs (SPEC §8 backend vs backend: out within 1 bf16 ulp + 2e-3·max|ref|, state within
    2e-5·n·max|ref|, windows bitwise); on the CPU, the contract identities commit(n) after a
    record verify == the per-token state after n tokens, and fused == flush + record,
    both bitwise;
-4. the golden cases (``--golden DIR``, default ``tests/golden`` when present);
+5. the golden cases (``--golden DIR``, default ``tests/golden`` when present);
 
-and prints a short report: agreement, µs per step (wall time of eager steps, host launch
+and prints a short report: agreement, the append check, µs per step (wall time of eager steps, host launch
 included; the benchmark in ``benchmarks/`` times by the BENCHMARKS.md protocol). Exit code
 0 only when every check passes.
 
@@ -59,19 +62,29 @@ def make_layer(H: int, lower_bound: Optional[float], seed: int) -> Dict[str, Any
 class Setup:
     """One layer on one backend with its caches (DS windows, fp32 state, records)."""
 
-    def __init__(self, be: Device, layer: dict, H: int, slots: int, q_max: int = 4):
+    def __init__(
+        self,
+        be: Device,
+        layer: dict,
+        H: int,
+        slots: int,
+        q_max: int = 4,
+        records_per_row: Optional[int] = None,
+        policies: Optional[Dict[Tuple[str, int, int], kd.Policy]] = None,
+    ):
         self.be, self.H, self.D = be, H, H * K
         rng = np.random.default_rng(11)
         w = {k: (be.put(v, bf16=(k == "f_b_weight")) if isinstance(v, np.ndarray) else v) for k, v in layer.items()}
         self.window = W - 2 + q_max
-        self.kda = kd.PreparedKda(conv_dim_first=True, **w)
+        Qr = q_max if records_per_row is None else records_per_row
+        self.kda = kd.PreparedKda(conv_dim_first=True, policies=policies, **w)
         conv = kd.float32_to_bf16(rng.normal(0, 1, size=(slots, 3 * self.D, self.window)))
         state = (rng.normal(0, 0.02, size=(slots, H, K, K))).astype(np.float32)
         self.caches = kd.Caches(
             conv_state=be.put(conv, bf16=True),
             state=be.put(state),
-            correction=be.put(np.zeros((slots, H, q_max, K), np.float32)),
-            key_gate=be.put(np.zeros((slots, H, q_max, 2 * K), np.float32)),
+            correction=be.put(np.zeros((slots, H, Qr, K), np.float32)),
+            key_gate=be.put(np.zeros((slots, H, Qr, 2 * K), np.float32)),
             pending=be.put(np.zeros(slots, np.int32)),
         )
         self.kda.prepare(self.caches)
@@ -130,6 +143,55 @@ def trajectory(
     if not st.ok:
         raise RuntimeError(f"status after the trajectory: {st.describe()}")
     return s, outs, float(np.median(times))
+
+
+APPEND_QR = 8
+
+
+def append_check(
+    be: Device, layer: Dict[str, Any], H: int, B: int, steps: int, seed: int, dec: Setup, dec_outs: List[np.ndarray]
+) -> Tuple[bool, str, float]:
+    """The trajectory of :func:`trajectory` (same initial caches, inputs and slots) as append
+    steps (Qr = 8), then a flush; bitwise against the decode trajectory ``dec`` / ``dec_outs``
+    (SPEC §8: n append steps then flush == n decode steps, fp32 state) on the same variant.
+    Returns (ok, detail, µs per append step)."""
+    slots_n = B * 4 + 2
+    vd = dec.kda.plan("decode", B, 1, dec.caches)["variant"]
+    probe = Setup(be, layer, H, slots=slots_n, records_per_row=APPEND_QR)
+    va = probe.kda.plan("append", B, 1, probe.caches)["variant"]
+    del probe
+    if va != vd:  # e.g. WS for decode (no append path): compare with a decode run on the append variant
+        pol = {("decode", B, 1): kd.Policy(variant=va)}
+        dec = Setup(be, layer, H, slots=slots_n, policies=pol)
+        dec_outs = []
+        for i in range(steps):
+            dec_outs.append(be.host(dec.step(dec.inputs(B, seed * 1000 + i), np.arange(1, B + 1, dtype=np.int32))))
+    a = Setup(
+        be, layer, H, slots=slots_n, records_per_row=APPEND_QR, policies={("append", B, 1): kd.Policy(variant=va)}
+    )
+    slots = np.arange(1, B + 1, dtype=np.int32)
+    same_out, times = True, []
+    for i in range(steps):
+        proj = a.inputs(B, seed * 1000 + i)
+        be.sync()
+        t0 = time.perf_counter()
+        o = a.step(proj, slots, mode="append")
+        be.sync()
+        times.append((time.perf_counter() - t0) * 1e6)
+        same_out &= bool(np.array_equal(be.host(o), dec_outs[i]))
+    a.kda.flush(a.caches, be.put(slots))
+    want, got = dec.snapshot(), a.snapshot()
+    same_state = bool(np.array_equal(got["state"].view(np.uint32), want["state"].view(np.uint32)))
+    same_win = bool(np.array_equal(got["conv"], want["conv"]))
+    pend = be.host(a.caches.pending)
+    st = a.kda.status()
+    ok = same_out and same_state and same_win and st.ok and not pend.any()
+    detail = (
+        f"append(Qr={APPEND_QR})+flush==decode [{va}]: outputs {'bitwise' if same_out else 'DIFFER'}, state "
+        f"{'bitwise' if same_state else 'DIFFERS'}, windows {'bitwise' if same_win else 'DIFFER'}"
+        + ("" if st.ok else f", status {st.describe()}")
+    )
+    return ok, detail, float(np.median(times))
 
 
 def verify_steps(s: Setup, B: int, seed: int) -> dict:
@@ -205,10 +267,14 @@ def identities(be: Device, layer: dict, H: int, B: int) -> tuple:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="kda-decode main job: realistic layers, verify schemes, golden cases")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=64, help="decode steps of each trajectory (and append steps)")
     ap.add_argument("--golden", default="tests/golden")
-    ap.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
-                    help="a line per stage with elapsed time and ETA on stderr (auto: at a terminal, not in CI)")
+    ap.add_argument(
+        "--progress",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="a line per stage with elapsed time and ETA on stderr (auto: at a terminal, not in CI)",
+    )
     args = ap.parse_args(argv)
 
     cuda = args.device in ("auto", "cuda") and cuda_usable()
@@ -219,25 +285,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     B = 64 if cuda else 4
     print(
         f"kda-decode main job — backend {'CUDA (' + be.torch.cuda.get_device_name() + ')' if cuda else 'CPU'}, "
-        f"B = {B}, {args.steps} decode steps, W = {W}"
+        f"B = {B}, {args.steps} decode steps and {args.steps} append steps (Qr = {APPEND_QR}), W = {W}"
     )
     ok = True
     rows = []
-    layers = [(name, H, gate, lb) for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12),
-                                                  ("Kimi K3 shard", 96))
-              for gate, lb in (("lower-bound", -5.0), ("softplus", None))]
+    layers = [
+        (name, H, gate, lb)
+        for name, H in (("Kimi-Linear shard", 32), ("Kimi K3 shard", 12), ("Kimi K3 shard", 96))
+        for gate, lb in (("lower-bound", -5.0), ("softplus", None))
+    ]
     cases = sorted(glob.glob(os.path.join(args.golden, "*", "case.json")))
     # stage weights ~ relative cost (measured on the CPU backend): a layer's work grows with H
-    # (the state is H·64 KiB per request) and with the steps, plus about 70 steps' worth for
-    # its verify steps and the agreement check; a golden case costs about a quarter of an H = 1 layer
-    layer_w = (args.steps + 70) / (64 + 70)
+    # (the state is H·64 KiB per request) and with the steps (decode, then append), plus about
+    # 70 steps' worth for its verify steps and the agreement check; a golden case costs about a
+    # quarter of an H = 1 layer
+    layer_w = (2 * args.steps + 70) / (2 * 64 + 70)
     golden_w = 0.25
-    prog = Progress(sum(H * layer_w for _, H, _, _ in layers) + golden_w * len(cases), len(layers) + len(cases),
-                    enabled=None if args.progress == "auto" else args.progress == "on")
+    prog = Progress(
+        sum(H * layer_w for _, H, _, _ in layers) + golden_w * len(cases),
+        len(layers) + len(cases),
+        enabled=None if args.progress == "auto" else args.progress == "on",
+    )
     for name, H, gate, lb in layers:
-        with prog.stage(f"{name} H={H}, {gate} gate: {args.steps} decode steps, verify, agreement", H * layer_w):
+        with prog.stage(
+            f"{name} H={H}, {gate} gate: {args.steps} decode + append steps, verify, agreement", H * layer_w
+        ):
             layer = make_layer(H, lb, seed=H)
             s, outs, us = trajectory(be, layer, H, B, args.steps, seed=H)
+            app_ok, app_detail, app_us = append_check(be, layer, H, B, args.steps, H, s, outs)
             ver = verify_steps(s, B, seed=H + 1)
             # agreement
             if cuda:
@@ -261,15 +336,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                     f"{'bitwise' if f_ok else 'DIFFERS'}"
                 )
             finite = all(np.all(np.isfinite(kd.bf16_to_float32(o))) for o in outs)
-            ok &= agree and finite
-            rows.append((f"{name} H={H}", gate, us, ver, agree and finite, detail))
+            good = agree and finite and app_ok
+            ok &= good
+            rows.append((f"{name} H={H}", gate, us, app_us, ver, good, detail + "; " + app_detail))
     print()
-    head = f"{'layer':<22} {'gate':<12} {'decode µs':>10} {'per_token':>10} {'record':>8} {'commit':>8} {'fused':>8}"
+    head = (
+        f"{'layer':<22} {'gate':<12} {'decode µs':>10} {'append µs':>10} {'per_token':>10} {'record':>8} "
+        f"{'commit':>8} {'fused':>8}"
+    )
     print(head + "  agreement")
-    for lname, gate, us, ver, good, detail in rows:
+    for lname, gate, us, app_us, ver, good, detail in rows:
         print(
-            f"{lname:<22} {gate:<12} {us:>10.1f} {ver['per_token']:>10.1f} {ver['record']:>8.1f} {ver['commit']:>8.1f} "
-            f"{ver['fused']:>8.1f}  {'PASS' if good else 'FAIL'} ({detail})"
+            f"{lname:<22} {gate:<12} {us:>10.1f} {app_us:>10.1f} {ver['per_token']:>10.1f} {ver['record']:>8.1f} "
+            f"{ver['commit']:>8.1f} {ver['fused']:>8.1f}  {'PASS' if good else 'FAIL'} ({detail})"
         )
     print("(µs: median wall time of eager steps incl. host launch; benchmarks/ time by the BENCHMARKS.md protocol)")
     # golden cases
@@ -282,8 +361,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 for layout in ("ds", "sd"):
                     res = golden.run_case(os.path.dirname(c), device="cuda" if cuda else "cpu", layout=layout)
                     ok &= bool(res.passed)
-                    print(("PASS " if res.passed else "FAIL ") + os.path.basename(os.path.dirname(c)) + f" [{layout}]",
-                          flush=True)
+                    print(
+                        ("PASS " if res.passed else "FAIL ") + os.path.basename(os.path.dirname(c)) + f" [{layout}]",
+                        flush=True,
+                    )
     else:
         print(f"\n(no golden cases under {args.golden})")
     print("\nmain job:", "PASS" if ok else "FAIL")

@@ -28,12 +28,17 @@ class PreparedKda:
         A_log: ``[H]`` fp32. Fixes H and the device (CPU tensor → CPU backend, CUDA tensor
             → CUDA backend). Borrowed.
         dt_bias: ``[D]`` fp32. Borrowed.
-        norm_weight: ``[K=128]`` any float dtype. Copied as fp32.
+        norm_weight: ``[K=128]`` any float dtype. Copied as fp32. Optional (None) with
+            ``output_norm=False``.
         f_b_weight: ``[D, R=128]`` bf16, nn.Linear(R, D).weight, or None (then only gate
             mode 2 runs). Borrowed.
         conv_bias: ``[3D]`` fp32 or None. Borrowed.
-        eps: RMSNorm epsilon (> 0).
+        eps: RMSNorm epsilon (> 0; checked also without the output norm).
         lower_bound: None (softplus gate) or a float in [-5, 0) (lower-bound gate).
+        output_norm: True (default): out = the gated RMSNorm of o (SPEC §3). False: out =
+            bf16(o), no RMSNorm and no output gate (SPEC §9, vLLM's ``fuse_output_norm=False``):
+            ``norm_weight`` may be None and :meth:`run_views` takes ``out_gate=None``; the
+            packed row of :meth:`run` keeps its layout (its out_gate columns are ignored).
         policies: ``{(mode, B, q): Policy}``; mode in ``MODES``. Keys not listed are planned
             on first use from ``default_policy``.
         conv_dim_first: True = DS conv windows ``[slots, 3D, window]``; False = SD
@@ -58,11 +63,12 @@ class PreparedKda:
         conv_weight: Any,
         A_log: Any,
         dt_bias: Any,
-        norm_weight: Any,
+        norm_weight: Any = None,
         f_b_weight: Any = None,
         conv_bias: Any = None,
         eps: float = 1e-5,
         lower_bound: Optional[float] = None,
+        output_norm: bool = True,
         policies: Optional[Mapping[Tuple[str, int, int], Any]] = None,
         conv_dim_first: bool = False,
         null_slot: int = 0,
@@ -79,13 +85,16 @@ class PreparedKda:
         pol = policy_list(policies)
         dflt = policy(default_policy, "default_policy")
         lb = None if lower_bound is None else float(lower_bound)
+        if not isinstance(output_norm, bool):
+            raise TypeError(f"output_norm: expected a bool, got {type(output_norm).__name__}")
         self._core = _core.PreparedKda(
-            *_w.ordered(weights), float(eps), lb, pol, bool(conv_dim_first), int(null_slot), dflt
+            *_w.ordered(weights), float(eps), lb, output_norm, pol, bool(conv_dim_first), int(null_slot), dflt
         )
         # Keep the borrowed (and copied) weights alive: the C++ object holds their addresses.
         self._weights = weights
         self._eps = float(eps)
         self._lower_bound = lb
+        self._output_norm = output_norm
         self._policies = {(m, B, q): p for (m, B, q, p) in pol}
         self._default_policy = dflt
         self._conv_dim_first = bool(conv_dim_first)
@@ -135,6 +144,11 @@ class PreparedKda:
         return self._lower_bound
 
     @property
+    def output_norm(self) -> bool:
+        """True when a step applies the gated RMSNorm; False: out = bf16(o) (SPEC §9)."""
+        return self._output_norm
+
+    @property
     def policies(self) -> Dict[Tuple[str, int, int], Policy]:
         """A copy of ``{(mode, B, q): Policy}`` given at construction."""
         return dict(self._policies)
@@ -144,6 +158,7 @@ class PreparedKda:
         return (
             f"PreparedKda(H={self.heads}, W={self.taps}, device='{self.device}', "
             f"conv_dim_first={self._conv_dim_first}, null_slot={self._null_slot}, gate={gate}, "
+            f"output_norm={self._output_norm}, "
             f"policies={len(self._policies)})"
         )
 
@@ -200,13 +215,16 @@ class PreparedKda:
             out: ``[rows, D]`` bf16, written (any row stride ≥ D).
             caches: :class:`Caches` or dict; windows and state updated in place.
             slots: int32. decode ``[≥B]``; per_token ``[≥B, ≥q]`` (state after token t goes
-                to column t); record / fused ``[≥B]`` or ``[≥B, 1]`` (the checkpoint). Any
+                to column t); record / fused / append ``[≥B]`` or ``[≥B, 1]`` (the checkpoint). Any
                 strides (a block-table column slice is fine).
             q: tokens per request, 1..16 (decode: 1).
             accepted: ``[≥B]`` int32 or None (all 1): tokens of the previous step accepted.
             out_slots: ``[≥B]`` int32 or None (decode only): where the new state and window go.
-            record_rows: ``[≥B]`` int32 or None (record / fused only; default the checkpoint).
-            mode: 'decode', 'per_token', 'record' or 'fused'.
+            record_rows: ``[≥B]`` int32 or None (record / fused / append only; default the
+                checkpoint).
+            mode: 'decode', 'append', 'per_token', 'record' or 'fused' (``MODES``). 'append':
+                q = 1 from the checkpoint ``slots[b]`` and its pending records; the state is
+                written once every Qr steps (SPEC §4; needs correction, key_gate, pending).
             stream: None (current torch stream for CUDA tensors, else 0), an int
                 cudaStream_t, or a torch.cuda.Stream.
         Raises:
@@ -238,7 +256,8 @@ class PreparedKda:
 
         Args:
             qkv: ``[rows, 3D]`` bf16 (q | k | v before the conv).
-            out_gate: ``[rows, D]`` bf16.
+            out_gate: ``[rows, D]`` bf16, or None for a layer built with ``output_norm=False``
+                (not read there; a given one is checked all the same).
             gate_in: ``[rows, R=128]`` bf16 (f_a; gate modes 0, 1) or ``[rows, D]`` (gate
                 mode 2: F_B·f_a precomputed, dt_bias not included).
             beta: ``[rows, H]`` bf16 beta logits.
@@ -349,17 +368,18 @@ class PreparedKda:
         null_slot: int = 0,
         default_policy: Optional[Policy] = None,
         precomputed_gate: bool = False,
+        output_norm: bool = True,
     ) -> PreparedKda:
         """Builds the prepared core from a KDA attention module (vLLM ``KimiK3DeltaAttention`` names).
 
         What is read, and how, is :func:`kda_decode.vllm.read_module`'s: ``conv1d.weight``
         (``[3D, 1, W]`` or ``[3D, W]``), ``conv1d.bias``, ``f_b_proj.weight`` (not read with
         ``precomputed_gate``), ``A_log`` (``[H]`` or ``[1, 1, H, 1]``), ``dt_bias``,
-        ``o_norm.weight`` and its ``eps`` (else ``variance_epsilon``, else 1e-5),
-        ``gate_lower_bound`` (None / absent: softplus gate). torch parameters are detached
-        (same storage, so in-place reloads are seen). The borrowed weights must stay at their
-        addresses: reload them in place, then call :meth:`process_weights_after_loading`
-        with the module.
+        ``o_norm.weight`` and its ``eps`` (else ``variance_epsilon``, else 1e-5; with
+        ``output_norm=False`` neither is needed), ``gate_lower_bound`` (None / absent:
+        softplus gate). torch parameters are detached (same storage, so in-place reloads are
+        seen). The borrowed weights must stay at their addresses: reload them in place, then
+        call :meth:`process_weights_after_loading` with the module.
 
         Args:
             attention: the module (any object with those attributes).
@@ -367,17 +387,21 @@ class PreparedKda:
                 vLLM: ``conv_dim_first=is_conv_state_dim_first()`` (False by default: SD).
             precomputed_gate: True when the engine runs the F_B GEMM itself and passes the raw
                 gate ``F_B·f_a`` (D wide, gate mode 2): ``f_b_proj`` is then not read.
+            output_norm: False for a layer whose engine applies ``o_norm`` itself (vLLM's
+                ``fuse_output_norm=False``): out = bf16(o) and ``o_norm`` is not read (it may
+                be absent). True (default) fuses the gated RMSNorm and needs ``o_norm``.
         Raises:
             AttributeError: a required attribute is missing (the message names it).
             As the constructor otherwise.
         """
         from .vllm import read_module
 
-        w, eps, lb = read_module(attention, precomputed_gate)
+        w, eps, lb = read_module(attention, precomputed_gate, output_norm=output_norm)
         obj = cls(
             **w,
             eps=eps,
             lower_bound=lb,
+            output_norm=output_norm,
             policies=policies,
             conv_dim_first=conv_dim_first,
             null_slot=null_slot,
@@ -409,9 +433,12 @@ class PreparedKda:
         f_b_weight, conv_bias) were reloaded in place (the same tensors, e.g.
         ``param.data.copy_(new)``).
 
+        Without the output norm (``output_norm=False``) ``norm_weight`` is optional and the
+        module's ``o_norm`` is not read.
+
         Raises:
-            TypeError: both a module and weight keywords, or neither (the four required
-                weights conv_weight, A_log, dt_bias, norm_weight).
+            TypeError: both a module and weight keywords, or neither (the required weights
+                conv_weight, A_log, dt_bias and, with the output norm, norm_weight).
             AttributeError: the module lacks a required attribute.
             As the constructor otherwise; ShapeError / ArgumentError also when H or W
             change, or when f_b_weight / conv_bias are given where they were not (or vice versa).
@@ -431,11 +458,12 @@ class PreparedKda:
             eps,
             lower_bound,
             precomputed_gate=opts["precomputed_gate"],
+            output_norm=self._output_norm,
             current_eps=self._eps,
             current_lower_bound=self._lower_bound,
         )
         cw, a_log, dtb, nw, fb, cb = _w.ordered(weights)
-        self._core.process_weights_after_loading(cw, a_log, dtb, nw, fb, cb, new_eps, new_lb)
+        self._core.process_weights_after_loading(cw, a_log, dtb, nw, fb, cb, new_eps, new_lb, self._output_norm)
         self._weights = weights
         self._eps = new_eps
         self._lower_bound = new_lb

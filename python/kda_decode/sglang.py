@@ -46,9 +46,8 @@ shard, D = 128·H, W = conv taps), SGLang's names:
 - ``output_gate`` (``g_proj_states``): ``[N, D]``, ``[N, H, 128]`` or ``[1, N, H, 128]`` bf16,
   with ``norm_weight`` (``o_norm.weight``, ``[128]``, any float dtype) and ``norm_eps``
   (``o_norm.eps``): the output is ``o_norm(o, output_gate)`` (sigmoid-gated RMSNorm), fused.
-  Without them the output would be ``o`` itself (SGLang's unfused backend, whose model then
-  applies ``o_norm``); that needs SPEC §9's optional output norm in the core
-  (``PreparedKda(output_norm=False)``) and raises ``NotImplementedError`` until it exists.
+  Without them the output is ``o`` itself, bf16 (SGLang's unfused backend, whose model then
+  applies ``o_norm``): a layer built with ``PreparedKda(output_norm=False)`` (SPEC §9).
 - ``out``: optional output, ``[1, N, H, 128]``, ``[N, H, 128]`` or ``[N, D]`` bf16, unit inner
   stride; written in place. None: a new ``[1, N, H, 128]`` tensor.
 
@@ -71,6 +70,7 @@ captured and replayed with new data in the same buffers. Without ``out`` the cal
 output from torch's caching allocator (``torch.empty``, as SGLang's own decode kernels do);
 inside a capture that memory belongs to the graph's pool, so the graph stays valid.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
@@ -81,7 +81,7 @@ import kda_decode as _kd
 
 from ._support import NO_NORM_MISSING, Support, cuda_device_support, dtype_name, no, output_norm_in_core, yes
 
-__all__ = ["KdaDecodeBackend", "kda_decode_backend", "forward_decode", "covered", "Support"]
+__all__ = ["KdaDecodeBackend", "Support", "covered", "forward_decode", "kda_decode_backend"]
 
 HEAD_DIM = 128
 
@@ -92,16 +92,22 @@ def _rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor
         v = t
     else:
         if t.numel() != rows * cols:
-            raise ValueError(f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
-                             f"got shape {tuple(t.shape)}")
+            raise ValueError(
+                f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
+                f"got shape {tuple(t.shape)}"
+            )
         try:
             v = t.view(rows, cols)
         except RuntimeError as e:
-            raise ValueError(f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
-                             f"strides {t.stride()}): {e}") from None
+            raise ValueError(
+                f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
+                f"strides {t.stride()}): {e}"
+            ) from None
     if cols > 1 and rows > 0 and v.stride(1) != 1:
-        raise ValueError(f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
-                         f"got strides {t.stride()} for shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
+            f"got strides {t.stride()} for shape {tuple(t.shape)}"
+        )
     return v
 
 
@@ -122,21 +128,26 @@ def _conv_weight_of(w: torch.Tensor, D: int) -> torch.Tensor:
         return w
     if w.dim() == 3 and w.shape[0] == 3 and w.shape[2] == D and w.shape[1] != 1:
         return w.permute(0, 2, 1).reshape(3 * D, 1, w.shape[1])  # a new tensor: the core copies it anyway
-    raise ValueError(f"layer.conv_weights: expected [{3 * D}, W] (qkv_conv1d.weight.squeeze(1)) or [{3 * D}, 1, W], "
-                     f"got shape {tuple(w.shape)}")
+    raise ValueError(
+        f"layer.conv_weights: expected [{3 * D}, W] (qkv_conv1d.weight.squeeze(1)) or [{3 * D}, 1, W], "
+        f"got shape {tuple(w.shape)}"
+    )
 
 
 def _conv_pool(conv_states: torch.Tensor, D: int, W: int) -> Tuple[bool, torch.Tensor]:
     """(conv_dim_first, the pool in the layout the core takes) from what SGLang passes."""
     if not isinstance(conv_states, torch.Tensor) or conv_states.dim() != 3:
         shape = tuple(conv_states.shape) if isinstance(conv_states, torch.Tensor) else type(conv_states).__name__
-        raise ValueError(f"conv_states: expected [slots, W-1, {3 * D}] (layer_cache.conv[0]) or its transposed "
-                         f"[slots, {3 * D}, W-1] view, got {shape}")
+        raise ValueError(
+            f"conv_states: expected [slots, W-1, {3 * D}] (layer_cache.conv[0]) or its transposed "
+            f"[slots, {3 * D}, W-1] view, got {shape}"
+        )
     n1, n2 = int(conv_states.shape[1]), int(conv_states.shape[2])
     if n2 == 3 * D and n1 != 3 * D:  # as stored: [slots, window, 3D]
         if conv_states.stride(2) != 1:
-            raise ValueError(f"conv_states: [slots, window, 3D] pool needs channel stride 1, got strides "
-                             f"{conv_states.stride()}")
+            raise ValueError(
+                f"conv_states: [slots, window, 3D] pool needs channel stride 1, got strides {conv_states.stride()}"
+            )
         window, dim_first, pool = n1, False, conv_states
     elif n1 == 3 * D:  # the logical [slots, 3D, window] view
         window = n2
@@ -145,11 +156,15 @@ def _conv_pool(conv_states: torch.Tensor, D: int, W: int) -> Tuple[bool, torch.T
         elif conv_states.stride(2) == 1 or n2 == 1:
             dim_first, pool = True, conv_states  # DS storage
         else:
-            raise ValueError(f"conv_states: expected channel stride 1 (SD storage) or column stride 1 (DS storage), "
-                             f"got strides {conv_states.stride()}")
+            raise ValueError(
+                f"conv_states: expected channel stride 1 (SD storage) or column stride 1 (DS storage), "
+                f"got strides {conv_states.stride()}"
+            )
     else:
-        raise ValueError(f"conv_states: expected [slots, W-1, {3 * D}] (layer_cache.conv[0]) or its transposed "
-                         f"[slots, {3 * D}, W-1] view, got shape {tuple(conv_states.shape)}")
+        raise ValueError(
+            f"conv_states: expected [slots, W-1, {3 * D}] (layer_cache.conv[0]) or its transposed "
+            f"[slots, {3 * D}, W-1] view, got shape {tuple(conv_states.shape)}"
+        )
     if window < W - 1:
         raise ValueError(f"conv_states: window {window} < W - 1 = {W - 1} columns")
     return dim_first, pool
@@ -166,7 +181,7 @@ def _sync(t: torch.Tensor) -> None:
 class _Layer:
     """One prepared layer and the tensors its derived copies come from."""
 
-    def __init__(self, kda, conv_weights, bias, A_log, dt_bias, norm_weight):
+    def __init__(self, kda: Any, conv_weights: Any, bias: Any, A_log: Any, dt_bias: Any, norm_weight: Any) -> None:
         self.kda = kda
         self.conv_weights = conv_weights
         self.bias = bias
@@ -194,7 +209,7 @@ class KdaDecodeBackend:
     # ---- the call ----------------------------------------------------------------------
     def forward_decode(
         self,
-        layer,
+        layer: Any,
         mixed_qkv: torch.Tensor,
         a: torch.Tensor,
         b: torch.Tensor,
@@ -241,7 +256,7 @@ class KdaDecodeBackend:
 
     def covered(
         self,
-        layer,
+        layer: Any,
         mixed_qkv: torch.Tensor,
         a: torch.Tensor,
         b: torch.Tensor,
@@ -261,8 +276,9 @@ class KdaDecodeBackend:
             :class:`Support` ``(supported, reason)``, truthy when supported.
         """
         try:
-            p = self._views(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, output_gate, norm_weight,
-                            out)
+            p = self._views(
+                layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, output_gate, norm_weight, out
+            )
         except (TypeError, ValueError, NotImplementedError, RuntimeError) as e:
             return no(str(e))
         dev = cuda_device_support(mixed_qkv.device)
@@ -271,15 +287,31 @@ class KdaDecodeBackend:
         if mixed_qkv.is_cuda and p["W"] != 4:
             return no(f"layer.conv_weights: the CUDA kernels take W = 4 taps, got {p['W']}")
         mode = "gated RMSNorm fused" if p["og"] is not None else "no output norm"
-        return yes(f"{dev.reason}: N={p['N']}, H={p['H']}, {dtype_name(conv_states.dtype)} conv pool "
-                   f"({'DS' if p['dim_first'] else 'SD'}), {dtype_name(ssm_states.dtype)} state, {mode}")
+        return yes(
+            f"{dev.reason}: N={p['N']}, H={p['H']}, {dtype_name(conv_states.dtype)} conv pool "
+            f"({'DS' if p['dim_first'] else 'SD'}), {dtype_name(ssm_states.dtype)} state, {mode}"
+        )
 
     # ---- argument mapping --------------------------------------------------------------
-    def _views(self, layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, output_gate, norm_weight, out):
+    def _views(
+        self,
+        layer: Any,
+        mixed_qkv: Any,
+        a: Any,
+        b: Any,
+        conv_states: Any,
+        ssm_states: Any,
+        cache_indices: Any,
+        output_gate: Any,
+        norm_weight: Any,
+        out: Any,
+    ) -> Dict[str, Any]:
         for attr in ("conv_weights", "A_log", "dt_bias"):
             if getattr(layer, attr, None) is None:
-                raise ValueError(f"layer: expected SGLang's RadixLinearAttention attributes conv_weights, bias, A_log, "
-                                 f"dt_bias, lower_bound; '{attr}' is missing")
+                raise ValueError(
+                    f"layer: expected SGLang's RadixLinearAttention attributes conv_weights, bias, A_log, "
+                    f"dt_bias, lower_bound; '{attr}' is missing"
+                )
         for attr in ("head_k_dim", "head_v_dim"):
             hd = getattr(layer, attr, HEAD_DIM)
             if hd != HEAD_DIM:
@@ -296,12 +328,16 @@ class KdaDecodeBackend:
         _need_dtype(ssm_states, "ssm_states", (torch.float32, torch.bfloat16), " (SGLANG_MAMBA_SSM_DTYPE)")
         _need_dtype(cache_indices, "cache_indices", (torch.int32,), " (forward_metadata.mamba_cache_indices)")
         if mixed_qkv.dim() != 2 or mixed_qkv.shape[1] != 3 * D:
-            raise ValueError(f"mixed_qkv: expected [N, 3D] = [N, {3 * D}] for the {H} heads of layer.A_log, got shape "
-                             f"{tuple(mixed_qkv.shape)}")
+            raise ValueError(
+                f"mixed_qkv: expected [N, 3D] = [N, {3 * D}] for the {H} heads of layer.A_log, got shape "
+                f"{tuple(mixed_qkv.shape)}"
+            )
         N = int(mixed_qkv.shape[0])
         if cache_indices.dim() != 1 or cache_indices.shape[0] < N:
-            raise ValueError(f"cache_indices: expected [>= N = {N}] (one slot per request; decode has one token per "
-                             f"request), got shape {tuple(cache_indices.shape)}")
+            raise ValueError(
+                f"cache_indices: expected [>= N = {N}] (one slot per request; decode has one token per "
+                f"request), got shape {tuple(cache_indices.shape)}"
+            )
         if (output_gate is None) != (norm_weight is None):
             raise ValueError("output_gate and norm_weight: give both (fused gated RMSNorm) or neither (no output norm)")
         if output_gate is None and not output_norm_in_core():
@@ -325,15 +361,18 @@ class KdaDecodeBackend:
         return p
 
     # ---- layers ------------------------------------------------------------------------
-    def _layer(self, layer, p, norm_weight, norm_eps) -> _Layer:
+    def _layer(self, layer: Any, p: Dict[str, Any], norm_weight: Any, norm_eps: float) -> _Layer:
         cw, bias, A_log, dt_bias = layer.conv_weights, getattr(layer, "bias", None), layer.A_log, layer.dt_bias
         lb = getattr(layer, "lower_bound", None)
         fused = norm_weight is not None
         key = (
             str(A_log.device),
-            cw.data_ptr(), tuple(cw.shape), cw.dtype,
+            cw.data_ptr(),
+            tuple(cw.shape),
+            cw.dtype,
             0 if bias is None else bias.data_ptr(),
-            A_log.data_ptr(), dt_bias.data_ptr(),
+            A_log.data_ptr(),
+            dt_bias.data_ptr(),
             norm_weight.data_ptr() if fused else None,
             None if lb is None else float(lb),
             float(norm_eps) if fused else None,
@@ -343,8 +382,10 @@ class KdaDecodeBackend:
         if lay is not None:
             return lay
         if A_log.is_cuda and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError("kda_decode.sglang.forward_decode: the first call for a layer must be eager (it copies "
-                               "derived weights to the device); run one eager step before CUDA-graph capture")
+            raise RuntimeError(
+                "kda_decode.sglang.forward_decode: the first call for a layer must be eager (it copies "
+                "derived weights to the device); run one eager step before CUDA-graph capture"
+            )
         if A_log.is_cuda:
             dev = cuda_device_support(A_log.device)
             if not dev:
@@ -365,18 +406,17 @@ class KdaDecodeBackend:
         )
         if fused:
             kda = _kd.PreparedKda(norm_weight=norm_weight.detach(), eps=float(norm_eps), **kw)
-        else:  # SPEC §9's optional output norm (checked to exist in _views)
-            ones = torch.ones(HEAD_DIM, dtype=torch.float32, device=A_log.device)
-            kda = _kd.PreparedKda(norm_weight=ones, output_norm=False, **kw)
+        else:  # SPEC §9's optional output norm: out = bf16(o), no norm weight
+            kda = _kd.PreparedKda(output_norm=False, **kw)
         kda.prepare(_kd.Caches(conv_state=p["conv"], state=p["state"]))
         lay = _Layer(kda, cw, bias, A_log, dt_bias, norm_weight)
         self._layers[key] = lay
         return lay
 
     @property
-    def prepared(self) -> List["_kd.PreparedKda"]:
+    def prepared(self) -> List[_kd.PreparedKda]:
         """The prepared layers, in the order of their first call."""
-        return [l.kda for l in self._layers.values()]
+        return [lay.kda for lay in self._layers.values()]
 
     def process_weights_after_loading(self) -> None:
         """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
@@ -386,24 +426,23 @@ class KdaDecodeBackend:
         Raises:
             ValueError / TypeError: a source tensor changed shape or dtype.
         """
-        for l in self._layers.values():
-            D = l.kda.heads * HEAD_DIM
-            _sync(l.A_log)
-            norm = l.norm_weight.detach() if l.norm_weight is not None else torch.ones(
-                HEAD_DIM, dtype=torch.float32, device=l.A_log.device)
-            l.kda.process_weights_after_loading(
-                conv_weight=_conv_weight_of(l.conv_weights, D),
-                A_log=l.A_log.detach().view(-1),
-                dt_bias=l.dt_bias.detach().view(-1),
+        for lay in self._layers.values():
+            D = lay.kda.heads * HEAD_DIM
+            _sync(lay.A_log)
+            norm = lay.norm_weight.detach() if lay.norm_weight is not None else None
+            lay.kda.process_weights_after_loading(
+                conv_weight=_conv_weight_of(lay.conv_weights, D),
+                A_log=lay.A_log.detach().view(-1),
+                dt_bias=lay.dt_bias.detach().view(-1),
                 norm_weight=norm,
                 f_b_weight=None,
-                conv_bias=None if l.bias is None else l.bias.detach(),
+                conv_bias=None if lay.bias is None else lay.bias.detach(),
             )
 
-    def status(self) -> List["_kd.Status"]:
+    def status(self) -> List[_kd.Status]:
         """Per prepared layer (first-call order): caller errors found in the data since the
         last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
-        return [l.kda.status() for l in self._layers.values()]
+        return [lay.kda.status() for lay in self._layers.values()]
 
     def clear(self) -> None:
         """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
@@ -414,11 +453,29 @@ class KdaDecodeBackend:
 kda_decode_backend = KdaDecodeBackend()
 
 
-def forward_decode(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw) -> torch.Tensor:
+def forward_decode(
+    layer: Any,
+    mixed_qkv: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    conv_states: torch.Tensor,
+    ssm_states: torch.Tensor,
+    cache_indices: torch.Tensor,
+    **kw: Any,
+) -> torch.Tensor:
     """:meth:`KdaDecodeBackend.forward_decode` of :data:`kda_decode_backend`."""
     return kda_decode_backend.forward_decode(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw)
 
 
-def covered(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw) -> Support:
+def covered(
+    layer: Any,
+    mixed_qkv: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    conv_states: torch.Tensor,
+    ssm_states: torch.Tensor,
+    cache_indices: torch.Tensor,
+    **kw: Any,
+) -> Support:
     """:meth:`KdaDecodeBackend.covered` of :data:`kda_decode_backend`."""
     return kda_decode_backend.covered(layer, mixed_qkv, a, b, conv_states, ssm_states, cache_indices, **kw)

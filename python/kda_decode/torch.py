@@ -6,7 +6,7 @@ four ops in the ``kda_decode`` namespace::
     torch.ops.kda_decode.run(handle, projected, out!, conv_state!, state!, correction!?,
                              key_gate!?, pending!?, slots, q, step_mode, accepted?, out_slots?,
                              record_rows?) -> ()
-    torch.ops.kda_decode.run_views(handle, qkv, out_gate, gate_in, beta, out!, conv_state!,
+    torch.ops.kda_decode.run_views(handle, qkv, out_gate?, gate_in, beta, out!, conv_state!,
                                    state!, correction!?, key_gate!?, pending!?, slots, q,
                                    step_mode, accepted?, out_slots?, record_rows?) -> ()
     torch.ops.kda_decode.commit(handle, conv_state, state!, correction, key_gate, pending?,
@@ -14,7 +14,9 @@ four ops in the ``kda_decode`` namespace::
     torch.ops.kda_decode.flush(handle, conv_state, state!, correction, key_gate, pending!,
                                slots, record_rows?) -> ()
 
-(``!`` = mutated in place, declared to torch; ``?`` = optional.) ``handle`` is the integer
+(``!`` = mutated in place, declared to torch; ``?`` = optional: ``out_gate`` may be None for a
+layer built with ``output_norm=False``.) ``step_mode`` is one of ``kda_decode.MODES``
+(``decode``, ``append``, ``per_token``, ``record``, ``fused``). ``handle`` is the integer
 id of a live :class:`kda_decode.PreparedKda` (``kda._handle``): op arguments can only be
 tensors and scalars, so the object is looked up by id. Every op has a fake (meta)
 implementation that returns nothing, so the ops trace under ``torch.compile`` (also with
@@ -50,7 +52,7 @@ from .prepared import PreparedKda, prepared_of
 __all__ = ["OPS", "commit", "compiling", "flush", "from_module", "prepared_of", "run", "run_views", "step"]
 
 # Mutated arguments (declared to torch). Records and pending are declared for every mode:
-# record / fused steps write them; decode and per-token steps leave them untouched.
+# record / fused / append steps write them; decode and per-token steps leave them untouched.
 _STEP_MUTATES = ("out", "conv_state", "state", "correction", "key_gate", "pending")
 
 
@@ -117,7 +119,7 @@ def _run_fake(
 def _run_views_op(
     handle: int,
     qkv: torch.Tensor,
-    out_gate: torch.Tensor,
+    out_gate: Optional[torch.Tensor],
     gate_in: torch.Tensor,
     beta: torch.Tensor,
     out: torch.Tensor,
@@ -143,7 +145,7 @@ def _run_views_op(
 def _run_views_fake(
     handle: int,
     qkv: torch.Tensor,
-    out_gate: torch.Tensor,
+    out_gate: Optional[torch.Tensor],
     gate_in: torch.Tensor,
     beta: torch.Tensor,
     out: torch.Tensor,
@@ -323,9 +325,10 @@ def run_views(
     """:meth:`kda_decode.PreparedKda.run_views` through the ``kda_decode::run_views`` op.
 
     Args:
-        qkv: ``[rows, 3D]``, out_gate: ``[rows, D]``, gate_in: ``[rows, R]`` (gate modes
-            0/1) or ``[rows, D]`` (mode 2), beta: ``[rows, H]`` — bf16, unit inner stride,
-            any row stride. Other arguments as :func:`run`.
+        qkv: ``[rows, 3D]``, out_gate: ``[rows, D]`` (None for a layer without the output
+            norm), gate_in: ``[rows, R]`` (gate modes 0/1) or ``[rows, D]`` (mode 2), beta:
+            ``[rows, H]`` — bf16, unit inner stride, any row stride. Other arguments as
+            :func:`run`.
     Raises:
         As :func:`run`.
     """

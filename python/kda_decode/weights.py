@@ -32,13 +32,15 @@ def reload_arguments(
     lower_bound: Any,
     *,
     precomputed_gate: bool,
+    output_norm: bool = True,
     current_eps: float,
     current_lower_bound: Optional[float],
 ) -> Tuple[Dict[str, Any], float, Optional[float]]:
     """(weights, eps, lower_bound) of a reload, from the module or from keyword weights.
 
     Raises:
-        TypeError: both a module and weight keywords, or neither (the four required weights).
+        TypeError: both a module and weight keywords, or neither (the required weights:
+            conv_weight, A_log, dt_bias and, with the output norm, norm_weight).
         AttributeError: the module lacks a required attribute.
     """
     if attention is not None:
@@ -47,11 +49,12 @@ def reload_arguments(
             raise TypeError(f"process_weights_after_loading: pass the module or the weights, not both (got {named})")
         from .vllm import read_module
 
-        given, m_eps, m_lb = read_module(attention, precomputed_gate)
+        given, m_eps, m_lb = read_module(attention, precomputed_gate, output_norm=output_norm)
         eps = m_eps if eps is None else eps
         lower_bound = m_lb if lower_bound is KEEP else lower_bound
     else:
-        missing = [k for k in NAMES[:4] if given.get(k) is None]
+        required = NAMES[:4] if output_norm else NAMES[:3]
+        missing = [k for k in required if given.get(k) is None]
         if missing:
             raise TypeError(f"process_weights_after_loading: missing weights {missing} (or pass the attention module)")
     new_eps = current_eps if eps is None else float(eps)

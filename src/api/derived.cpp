@@ -71,10 +71,15 @@ void DerivedWeights::derive(Backend& backend, const LayerWeights& w) {
   TensorView conv_view;
   const auto conv_host = host_span(backend, w.conv_weight, &conv_view);
   const std::vector<float> cw = decode_conv_weight(conv_view);
-  TensorView norm_view;
-  const auto norm_host = host_span(backend, w.norm_weight, &norm_view);
-  std::vector<float> nw(K);
-  for (int i = 0; i < K; ++i) nw[i] = load_float(norm_view, i);
+  // Without the output norm (SPEC §9) no step applies the norm weight, but the persistent
+  // kernels load it with the other per-head weights before they test the mode: ones keep that
+  // load a valid read of a defined copy.
+  std::vector<float> nw(K, 1.0f);
+  if (w.output_norm && w.norm_weight.defined()) {
+    TensorView norm_view;
+    const auto norm_host = host_span(backend, w.norm_weight, &norm_view);
+    for (int i = 0; i < K; ++i) nw[i] = load_float(norm_view, i);
+  }
   if (!conv_w_) conv_w_ = backend.allocate(cw.size() * 4);
   if (!norm_w_) norm_w_ = backend.allocate(K * 4);
   conv_w_->upload(cw.data(), cw.size() * 4);

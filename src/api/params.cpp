@@ -29,11 +29,12 @@ StepParams step_params(const LayerParams& lp, const InputViews& in, const Tensor
   p.has_lower_bound = w.lower_bound.has_value();
   p.lower_bound = w.lower_bound.value_or(0.f);
   p.eps = w.eps;
+  p.output_norm = l.output_norm;
   // ---- inputs and out
   p.qkv = bf16_ptr(in.qkv);
   p.qkv_row = in.qkv.strides[0];
-  p.out_gate = bf16_ptr(in.out_gate);
-  p.out_gate_row = in.out_gate.strides[0];
+  p.out_gate = bf16_ptr(in.out_gate);  // nullptr without the output norm (never read)
+  p.out_gate_row = stride0(in.out_gate);
   p.gate_in = bf16_ptr(in.gate_in);
   p.gate_in_row = in.gate_in.strides[0];
   p.beta = bf16_ptr(in.beta);

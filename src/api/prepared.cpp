@@ -46,13 +46,16 @@ struct PreparedKda::Impl {
   }
 
   /// The part of a step after its plan is known: the views and arguments, then the launch.
-  void step(const InputViews& in, const TensorView& out, const Caches& c, const validate::CacheFacts& facts,
-            const StepArgs& a, int64_t B, const Plan& plan, int64_t pitch_seen) {
+  void step(InputViews in, const TensorView& out, const Caches& c, const validate::CacheFacts& facts, const StepArgs& a,
+            int64_t B, const Plan& plan, int64_t pitch_seen) {
     validate::inputs(in, out, plan, layer, pitch_seen);
     validate::step_args(a, B, layer);
     validate::key_fits(plan.key, facts, layer);
     if (mode_traits(a.mode).pending && on_cuda()) validate::arrivals(facts, arrivals_n);
     if (B == 0) return;  // rows = 0 is a no-op (SPEC §4)
+    // Without the output norm the out gate is not read (SPEC §9): its alignment must not send a
+    // bulk-copy plan to its fallback, and a null pointer keeps any read from going unnoticed.
+    if (!layer.output_norm) in.out_gate = TensorView{};
     const Plan& launch = plan.for_inputs(in);
     backend->step(api::step_params(params(), in, out, c, facts, a, B, launch), launch, a.stream);
   }

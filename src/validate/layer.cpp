@@ -47,11 +47,15 @@ void check_weights(const LayerWeights& lw, int64_t d, Place place) {
     expect_unit_inner(cb, "conv_bias");
     expect_device(cb, "conv_bias", place);
   }
-  expect_defined(lw.norm_weight, "norm_weight", "[K] float");
-  expect_dtype(lw.norm_weight, "norm_weight", {DType::kF32, DType::kBF16, DType::kF16, DType::kF64});
-  expect_rank(lw.norm_weight, "norm_weight", 1, "[K]");
-  expect_dim(lw.norm_weight, "norm_weight", 0, K, "K = 128");
-  expect_device(lw.norm_weight, "norm_weight", place);
+  // Without the output norm (SPEC §9) the norm weight is never used: optional, checked when given.
+  const TensorView& nw = lw.norm_weight;
+  if (lw.output_norm || nw.defined()) {
+    expect_defined(nw, "norm_weight", "[K] float for the output norm; output_norm=false builds without it");
+    expect_dtype(nw, "norm_weight", {DType::kF32, DType::kBF16, DType::kF16, DType::kF64});
+    expect_rank(nw, "norm_weight", 1, "[K]");
+    expect_dim(nw, "norm_weight", 0, K, "K = 128");
+    expect_device(nw, "norm_weight", place);
+  }
   if (!(lw.eps > 0.f)) throw ArgumentError("eps", "a positive RMSNorm epsilon", std::to_string(lw.eps));
   if (lw.lower_bound && !(*lw.lower_bound >= -5.f && *lw.lower_bound < 0.f))
     throw ArgumentError("lower_bound", "none or a value in [-5, 0)", std::to_string(*lw.lower_bound));
@@ -80,6 +84,7 @@ Layer weights(const LayerWeights& w, bool conv_dim_first) {
   l.conv_dim_first = conv_dim_first;
   l.has_f_b = w.f_b_weight.defined();
   l.has_conv_bias = w.conv_bias.defined();
+  l.output_norm = w.output_norm;
   return l;
 }
 
@@ -92,6 +97,10 @@ void reload(const LayerWeights& w, const Layer& layer) {
   if (w.conv_weight.shape[2] != layer.W)
     throw ShapeError("conv_weight", "W = " + std::to_string(layer.W) + " (as at construction)",
                      std::to_string(w.conv_weight.shape[2]));
+  // output_norm is part of every captured launch's parameters: a reload cannot switch it
+  if (w.output_norm != layer.output_norm)
+    throw ArgumentError("output_norm", std::string(layer.output_norm ? "true" : "false") + " (as at construction)",
+                        w.output_norm ? "true" : "false");
   if (w.f_b_weight.defined() != layer.has_f_b || w.conv_bias.defined() != layer.has_conv_bias)
     throw ArgumentError("weights", "the same optional weights as at construction (f_b_weight, conv_bias)",
                         "a different set");

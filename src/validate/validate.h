@@ -26,6 +26,7 @@ struct Layer {
   bool conv_dim_first = false;
   bool has_f_b = false;
   bool has_conv_bias = false;
+  bool output_norm = true;  ///< false: out = bf16(o); norm_weight and out_gate optional (SPEC §9)
 };
 
 /// What a use of the caches needs besides conv_state and state.
@@ -44,8 +45,8 @@ struct CacheFacts {
 // ---- layer.cpp ----------------------------------------------------------------------------
 /// The weights of a new layer; returns its facts.
 Layer weights(const LayerWeights& w, bool conv_dim_first);
-/// The weights of a reload (process_weights_after_loading): as `weights`, and H, W and the
-/// set of optional weights as at construction.
+/// The weights of a reload (process_weights_after_loading): as `weights`, and H, W, the
+/// set of optional weights and output_norm as at construction.
 void reload(const LayerWeights& w, const Layer& layer);
 void null_slot(int null_slot);
 /// Every policy key (q in [1, 16], q = 1 where the mode is single-token, B >= 0) and every
@@ -75,7 +76,8 @@ int64_t views_rows(const InputViews& in);
 /// from the packed projection.
 InputViews projected_views(const TensorView& projected, GateMode gate_mode, const Layer& layer);
 /// The four input views and out, for a plan (gate_in width of its gate mode, the policy's
-/// pitch when `pitch_seen` >= 0, i.e. the packed path).
+/// pitch when `pitch_seen` >= 0, i.e. the packed path). out_gate may be undefined when the
+/// layer has no output norm (a given one is checked all the same).
 void inputs(const InputViews& in, const TensorView& out, const Plan& plan, const Layer& layer, int64_t pitch_seen);
 /// slots, accepted, out_slots and record_rows of a step of B requests.
 void step_args(const StepArgs& a, int64_t B, const Layer& layer);

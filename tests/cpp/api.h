@@ -21,6 +21,7 @@ struct StepSpec {
   bool slots_2d = false;   // decode / record / fused: pass slots as [B, 1]
   int strided = 0;         // index tensor layout (make_index_2d): 0 dense, 1 table slice, 2 column-major, 3 every other column
   bool use_views = false;  // run_views instead of run
+  bool no_out_gate = false;  // run_views without the out_gate view (a layer without the output norm)
 };
 
 inline std::vector<int64_t> first_column(const std::vector<std::vector<int64_t>>& s) {
@@ -52,8 +53,13 @@ inline void run_step(PreparedKda& kda, PoolData& pool, InputData& in, OutBuf& ou
     a.record_rows = rows.view;
   }
   Caches c = pool.caches();
-  if (sp.use_views) kda.run_views(in.views(), out.view(), c, a);
-  else kda.run(in.projected(), out.view(), c, a);
+  if (sp.use_views || sp.no_out_gate) {
+    InputViews v = in.views();
+    if (sp.no_out_gate) v.out_gate = TensorView{};
+    kda.run_views(v, out.view(), c, a);
+  } else {
+    kda.run(in.projected(), out.view(), c, a);
+  }
 }
 
 inline void run_commit(PreparedKda& kda, PoolData& pool, const std::vector<int64_t>& slots,

@@ -85,6 +85,8 @@ struct LayerData {
   std::vector<float> A_log, dt_bias, norm_w;
   float eps = 1e-5f;
   std::optional<float> lower_bound;
+  bool output_norm = true;   ///< false: the layer without the output norm (SPEC §9)
+  bool norm_given = true;    ///< without the output norm: pass norm_weight anyway (it is optional)
   int D() const { return H * K; }
 
   LayerWeights weights() {
@@ -96,9 +98,10 @@ struct LayerData {
     if (has_f_b) w.f_b_weight = make_view(f_b.data(), DType::kBF16, {int64_t(D()), int64_t(R)});
     w.A_log = make_view(A_log.data(), DType::kF32, {H});
     w.dt_bias = make_view(dt_bias.data(), DType::kF32, {int64_t(D())});
-    w.norm_weight = make_view(norm_w.data(), DType::kF32, {K});
+    if (output_norm || norm_given) w.norm_weight = make_view(norm_w.data(), DType::kF32, {K});
     w.eps = eps;
     w.lower_bound = lower_bound;
+    w.output_norm = output_norm;
     return w;
   }
 
@@ -120,6 +123,7 @@ struct LayerData {
     L.eps = double(eps);
     L.has_lower_bound = lower_bound.has_value();
     L.lower_bound = lower_bound ? double(*lower_bound) : 0.0;
+    L.output_norm = output_norm;
     return L;
   }
 };
@@ -134,6 +138,7 @@ struct LayerOpts {
   double dt_lo = -1.0, dt_hi = 1.0;
   double eps = 1e-5;       ///< RMSNorm epsilon
   double qk_scale = 1.0;   ///< multiplies the conv bias of the q and k channels (tiny_qk_scale)
+  bool output_norm = true; ///< false: no output norm (SPEC §9); norm_weight then not passed
 };
 
 inline LayerData random_layer(Rng& rng, const LayerOpts& o) {
@@ -163,6 +168,8 @@ inline LayerData random_layer(Rng& rng, const LayerOpts& o) {
   for (auto& x : L.norm_w) x = float(rng.uniform(0.5, 1.5));
   L.eps = float(o.eps);
   if (o.lower_bound) L.lower_bound = -float(rng.uniform(0.5, 5.0));
+  L.output_norm = o.output_norm;
+  L.norm_given = o.output_norm;
   return L;
 }
 

@@ -96,6 +96,7 @@ struct Layer {
   double eps = 1e-5;
   bool has_lower_bound = false;
   double lower_bound = 0.0;
+  bool output_norm = true;  ///< false (SPEC §9): out = o, no RMSNorm, no output gate
   int D() const { return H * K; }
 };
 
@@ -340,11 +341,15 @@ inline Result step(const Layer& L, Pool& P, const std::vector<Row>& rows, const 
           P.store_state(s.slots[b][t], h, S);
           res.state_written.insert(s.slots[b][t]);
         }
+        double* dst = &res.out[(size_t(b) * q + t) * D + h * K];
+        if (!L.output_norm) {
+          for (int v = 0; v < K; ++v) dst[v] = o[v];
+          continue;
+        }
         double ss = 0;
         for (int v = 0; v < K; ++v) ss += o[v] * o[v];
         const double rr = 1.0 / std::sqrt(ss / K + L.eps);
         const Row& in = rows[size_t(b) * q + t];
-        double* dst = &res.out[(size_t(b) * q + t) * D + h * K];
         for (int v = 0; v < K; ++v) dst[v] = o[v] * rr * L.norm_w[v] * sigmoid(in.out_gate[h * K + v]);
       }
       if (s.mode == Mode::kDecode) {

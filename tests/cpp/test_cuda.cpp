@@ -3,7 +3,8 @@
 // [1e-6, 1e-2], some cases with tiny post-conv q and k), plus GPU-only contract properties:
 // bitwise determinism, commit(n) == per-token state, fused == flush + fused(0), CUDA-graph
 // capture and replay with new data, error flags, conv widths other than 4 (run correctly or
-// refused at prepare naming W), weights and caches on different devices. Skips without a GPU.
+// refused at prepare naming W), weights and caches on different devices, and every variant
+// without the output norm (SPEC §9). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #if defined(KDA_WITH_CUDA)
@@ -67,6 +68,7 @@ struct Config {
   StepMode mode = StepMode::kDecode;
   bool lower_bound = false, bias = true, ds = true, state_bf16 = false, conv_f32 = false;
   bool gate2 = false, out_slots = false, pad = true;
+  bool output_norm = true;  // false: no norm weight, out-gate inputs NaN, run_views without out_gate
   Variant variant = Variant::kAuto;
   int W = 4;            // conv taps
   float eps = 1e-5f;    // RMSNorm epsilon
@@ -77,6 +79,7 @@ struct Config {
            std::to_string(q) + (lower_bound ? " lb" : " sp") + (ds ? " DS" : " SD") + (state_bf16 ? " bf16state" : "") +
            (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
            " eps " + std::to_string(eps) + (tiny > 0 ? " tiny " + std::to_string(tiny) : std::string()) +
+           (output_norm ? "" : " no-norm") +
            (device ? " cuda:" + std::to_string(device) : std::string());
   }
 };
@@ -129,6 +132,10 @@ struct World {
         uint16_t& x = proj.h<uint16_t>()[std::size_t(r) * pitch + i];
         x = bf(bf16_to_f32(x) * s_qk);
       }
+    // without the output norm the out gate must not be read: NaN there would reach the output
+    if (!c.output_norm)
+      for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < D; ++i) proj.h<uint16_t>()[std::size_t(r) * pitch + 3 * D + i] = 0x7fc1;
     proj.up();
     out = Mirror(std::size_t(rows) * D * 2);
     for (std::size_t i = 0; i < std::size_t(rows) * D; ++i) out.h<uint16_t>()[i] = 0x7fc1;  // poison (NaN)
@@ -209,7 +216,8 @@ struct World {
     w.f_b_weight = v(f_b, DType::kBF16, {D, kRank});
     w.A_log = v(A_log, DType::kF32, {c.H});
     w.dt_bias = v(dt_bias, DType::kF32, {D});
-    w.norm_weight = v(norm_w, DType::kF32, {K});
+    if (c.output_norm) w.norm_weight = v(norm_w, DType::kF32, {K});
+    w.output_norm = c.output_norm;
     w.eps = c.eps;
     if (c.lower_bound) w.lower_bound = -5.0f;
     return w;
@@ -314,14 +322,17 @@ void run_case(const Config& cfg, uint32_t seed) {
   PreparedKda gk(w.weights(true), w.policies(true), cfg.ds, 0);
   gk.prepare(w.caches(true));
   InputViews in_dev;
-  if (cfg.gate2) {
-    // run_views with precomputed gate: slice the packed row by hand
+  if (cfg.gate2 || !cfg.output_norm) {
+    // run_views (precomputed gate; no out_gate view without the output norm): slice the packed
+    // row by hand
     auto sl = [&](bool dev, int64_t c0, int64_t n) {
       return make_view(static_cast<uint16_t*>(dev ? w.proj.dev : static_cast<void*>(w.proj.host.data())) + c0,
                        DType::kBF16, {w.rows, n}, {w.pitch, 1}, dev ? Device::kCUDA : Device::kCPU);
     };
+    const int64_t gate_cols = cfg.gate2 ? w.D : kRank;
     for (bool dev : {true, false}) {
-      InputViews in{sl(dev, 0, 3 * w.D), sl(dev, 3 * w.D, w.D), sl(dev, 4 * w.D, w.D), sl(dev, 5 * w.D, cfg.H)};
+      InputViews in{sl(dev, 0, 3 * w.D), cfg.output_norm ? sl(dev, 3 * w.D, w.D) : TensorView{},
+                    sl(dev, 4 * w.D, gate_cols), sl(dev, 4 * w.D + gate_cols, cfg.H)};
       if (dev) {
         gk.run_views(in, w.outv(true), w.caches(true), w.args(true));
       } else {
@@ -412,6 +423,38 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] " << cases << " configurations\n";
+}
+
+/// SPEC §9 without the output norm: every variant (forced, and auto) and step kind against the
+/// CPU backend, out = bf16(o). The out-gate inputs are NaN and the views carry no out_gate: a
+/// variant that still read or applied the gate would write NaN (or fault on the null view).
+TEST_F(CudaVsCpu, NoOutputNormEveryVariantEveryStepKind) {
+  uint32_t seed = 4321;
+  std::mt19937 pick(7);
+  const int Hs[] = {1, 4, 12, 32, 96};
+  const int Bs[] = {1, 3, 9, 64, 200};
+  int cases = 0;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS, Variant::kAuto})
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 3; ++rep) {
+        if (m == StepMode::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
+        Config c;
+        c.output_norm = false;
+        c.variant = v;
+        c.mode = m;
+        c.H = Hs[pick() % 5];
+        c.B = Bs[pick() % 5];
+        c.q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : 1 + int(pick() % 4);
+        while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 3);
+        c.lower_bound = rep & 1;
+        c.ds = rep != 1;
+        c.gate2 = rep == 2;
+        c.state_bf16 = rep == 1 && m != StepMode::kAppend;
+        c.out_slots = m == StepMode::kDecode && rep == 0;
+        run_case(c, seed++);
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] no output norm: " << cases << " configurations\n";
 }
 
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
@@ -683,8 +726,11 @@ TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
 
 /// run captured in a CUDA graph, replayed with new inputs copied into the same buffers.
 TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
+  for (bool norm : {true, false})
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
+    SCOPED_TRACE(norm ? "output norm" : "no output norm");
     Config c;
+    c.output_norm = norm;
     c.variant = v;
     c.H = 4;
     c.B = 6;
@@ -708,6 +754,9 @@ TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
       std::mt19937 rng(1000 + round);
       std::normal_distribution<float> n01;
       for (std::size_t i = 0; i < std::size_t(w.rows) * w.pitch; ++i) w.proj.h<uint16_t>()[i] = f32_to_bf16(n01(rng));
+      if (!norm)  // the packed row's out-gate columns are ignored without the output norm
+        for (int r = 0; r < w.rows; ++r)
+          for (int i = 0; i < w.D; ++i) w.proj.h<uint16_t>()[std::size_t(r) * w.pitch + 3 * w.D + i] = 0x7fc1;
       w.proj.up();
       CUDA_OK(cudaGraphLaunch(exec, s));
       CUDA_OK(cudaStreamSynchronize(s));

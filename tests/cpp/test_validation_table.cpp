@@ -198,7 +198,8 @@ const std::vector<Row>& rows() {
       {"W31", "constructor", "conv_bias", "dim 0 not 3·D", "conv_bias: expected dimension 0 (3·D)", W_(w.conv_bias.shape[0] = 3 * D - 3)},
       {"W32", "constructor", "conv_bias", "inner stride not 1", "conv_bias: expected unit inner stride", W_(w.conv_bias.strides[0] = 2)},
       {"W33", "constructor", "conv_bias", "not on A_log's device", "conv_bias: expected device cpu", W_(w.conv_bias.device = Device::kCUDA)},
-      {"W34", "constructor", "norm_weight", "missing", "norm_weight: expected a tensor ([K] float)", W_(w.norm_weight = TensorView{})},
+      {"W34", "constructor", "norm_weight", "missing (with the output norm)", "norm_weight: expected a tensor ([K] float for the output norm; output_norm=false builds without it)",
+       W_(w.norm_weight = TensorView{})},
       {"W35", "constructor", "norm_weight", "dtype not a float", "norm_weight: expected dtype f32 or bf16 or f16 or f64", W_(w.norm_weight.dtype = DType::kI32)},
       {"W36", "constructor", "norm_weight", "rank not 1", "norm_weight: expected rank 1 [K]", W_(w.norm_weight = add_dim(w.norm_weight))},
       {"W37", "constructor", "norm_weight", "dim 0 not K = 128", "norm_weight: expected dimension 0 (K = 128)", W_(w.norm_weight.shape[0] = 64)},
@@ -220,6 +221,16 @@ const std::vector<Row>& rows() {
          w.conv_bias = TensorView{};
          f.kda->process_weights_after_loading(w);
        }},
+      {"W46", "constructor (output_norm=false)", "norm_weight", "given without the output norm but not [K] (optional, checked when given)",
+       "norm_weight: expected dimension 0 (K = 128)", W_(w.output_norm = false; w.norm_weight.shape[0] = 64)},
+      {"W47", "process_weights_after_loading", "output_norm", "differs from construction", "output_norm: expected true (as at construction), got false",
+       [](Fx& f) {
+         LayerWeights w = f.L.weights();
+         w.output_norm = false;
+         f.kda->process_weights_after_loading(w);
+       }},
+      {"W48", "constructor (output_norm=false)", "eps", "not > 0 (checked without the output norm too)", "eps: expected a positive RMSNorm epsilon",
+       W_(w.output_norm = false; w.norm_weight = TensorView{}; w.eps = -1.f)},
 
       // ---- caches: prepare, run, run_views, commit, flush ---------------------------------------
       {"C01", "prepare / run / commit / flush", "conv_state", "missing", "conv_state: expected a tensor ([slots, 3D, window] (conv_dim_first=True))",
@@ -311,7 +322,7 @@ const std::vector<Row>& rows() {
        }},
       {"S04", "run_views", "inputs", "B >= 2^30 requests", "inputs: expected fewer than 2^30 requests",
        V_(v.qkv.shape[0] = int64_t(1) << 31; v.qkv.strides[0] = 0)},
-      {"S05", "run / run_views", "out_gate", "an input view missing (qkv, out_gate, gate_in, beta)", "out_gate: expected a tensor (a [rows, cols] bf16 input)",
+      {"S05", "run / run_views", "out_gate", "an input view missing (qkv, out_gate with the output norm, gate_in, beta)", "out_gate: expected a tensor (a [rows, cols] bf16 input for the output norm (a layer built with output_norm=false takes none))",
        V_(v.out_gate = TensorView{})},
       {"S06", "run / run_views", "gate_in", "an input view's dtype not bf16", "gate_in: expected dtype bf16", V_(v.gate_in.dtype = DType::kF32)},
       {"S07", "run / run_views", "beta", "an input view's rank not 2", "beta: expected rank 2 [rows, 2]", V_(v.beta = add_dim(v.beta))},
@@ -395,6 +406,25 @@ const std::vector<Row>& rows() {
        }},
       {"S48", "run / run_views (CUDA)", "pending", "fused step on records with more rows than prepare(caches) saw",
        "pending: expected at most", GPU_ONLY("S48")},
+      {"S49", "run_views (output_norm=false)", "out_gate", "given without the output norm but not bf16 (optional, checked when given)",
+       "out_gate: expected dtype bf16, got f32",
+       [](Fx& f) {
+         f.L.output_norm = false;
+         PreparedKda k(f.L.weights(), {}, true, 0);
+         InputViews v = f.in1.views();
+         v.out_gate.dtype = DType::kF32;
+         k.run_views(v, f.out1.view(), f.caches(), f.args(StepMode::kDecode));
+       }},
+      {"S50", "run_views (output_norm=false)", "qkv", "missing (only out_gate is optional without the output norm)",
+       "qkv: expected a tensor ([rows, 3D] bf16)",
+       [](Fx& f) {
+         f.L.output_norm = false;
+         PreparedKda k(f.L.weights(), {}, true, 0);
+         InputViews v = f.in1.views();
+         v.out_gate = TensorView{};
+         v.qkv = TensorView{};
+         k.run_views(v, f.out1.view(), f.caches(), f.args(StepMode::kDecode));
+       }},
 
       // ---- the packed row: run ---------------------------------------------------------------
       {"R01", "run", "projected", "missing", "projected: expected a tensor ([rows, pitch] bf16)",

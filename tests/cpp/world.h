@@ -20,6 +20,12 @@ struct World {
   /// Re-mirror the pool into the reference before every step (bf16 state chains: each step is
   /// then compared from the same inputs, SPEC §8/§9, instead of carrying rounding flips).
   bool remirror = false;
+  /// How step() hands the inputs over (api.h StepSpec): separate views, or views without
+  /// out_gate (a layer without the output norm).
+  bool use_views = false, no_out_gate = false;
+  /// Every out-gate input NaN (packed row and views): a layer without the output norm must not
+  /// read them, so its outputs stay finite and match the reference.
+  bool poison_out_gate = false;
 
   World(uint64_t seed, const LayerOpts& lo, const PoolSpec& ps, int null_slot_ = 0, Policy default_policy = {})
       : rng(seed) {
@@ -57,6 +63,9 @@ struct World {
     st.precomputed_gate = io.gate2;
     const int B = int(st.slots.size());
     InputData in = random_inputs(rng, B * st.q, L.H, io);
+    if (poison_out_gate)
+      for (int r = 0; r < B * st.q; ++r)
+        for (int c = 0; c < L.D(); ++c) set_input(in, r, 3 * L.D() + c, std::nan(""));
     OutBuf out = make_out(B * st.q, L.D(), 3);
     if (remirror) {
       rp = pool.to_ref();
@@ -66,6 +75,8 @@ struct World {
     StepSpec sp;
     sp.ref = st;
     sp.strided = strided;
+    sp.use_views = use_views;
+    sp.no_out_gate = no_out_gate;
     run_step(*kda, pool, in, out, sp);
     const bool continued = pool.sp.state_bf16 && st.mode == kref::Mode::kFused;
     const kref::Pool rp0 = continued ? rp : kref::Pool{};

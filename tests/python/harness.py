@@ -41,8 +41,9 @@ class Layer:
 
     def __init__(self, H: int, *, W: int = 4, conv_bias: bool = True, lower_bound: Optional[float] = None,
                  f_b: bool = True, conv_weight_bf16: bool = False, eps: float = 1e-5, seed: int = 0,
-                 a_log_range=(-1.0, 1.0), qk_scale: float = 1.0):
-        """qk_scale multiplies the conv bias of the q and k channels (tiny post-conv q and k)."""
+                 a_log_range=(-1.0, 1.0), qk_scale: float = 1.0, output_norm: bool = True):
+        """qk_scale multiplies the conv bias of the q and k channels (tiny post-conv q and k).
+        output_norm=False: the layer without the output norm (SPEC §9); no norm weight is passed."""
         rng = np.random.default_rng(seed)
         self.H, self.W, self.D = H, W, H * K
         D = self.D
@@ -62,25 +63,28 @@ class Layer:
         self.norm_weight = rng.uniform(0.5, 1.5, size=K).astype(np.float32)
         self.eps = eps
         self.lower_bound = lower_bound
+        self.output_norm = output_norm
         self.ref = ref.RefLayer(
             H=H, W=W, conv_w=cw64,
             conv_b=None if self.conv_bias is None else self.conv_bias.astype(np.float64),
             f_b=None if self.f_b_weight is None else f64(self.f_b_weight),
             A_log=self.A_log.astype(np.float64), dt_bias=self.dt_bias.astype(np.float64),
-            norm_w=self.norm_weight.astype(np.float64), eps=eps, lower_bound=lower_bound)
+            norm_w=self.norm_weight.astype(np.float64), eps=eps, lower_bound=lower_bound, output_norm=output_norm)
 
     def weights(self, put=lambda a, bf16=False: a) -> dict:
         """The constructor's weight keywords (put: converts each array, e.g. to torch)."""
         return dict(
             conv_weight=put(self.conv_weight, bf16=self.conv_weight.dtype == np.uint16),
-            A_log=put(self.A_log), dt_bias=put(self.dt_bias), norm_weight=put(self.norm_weight),
+            A_log=put(self.A_log), dt_bias=put(self.dt_bias),
+            norm_weight=put(self.norm_weight) if self.output_norm else None,
             f_b_weight=None if self.f_b_weight is None else put(self.f_b_weight, bf16=True),
             conv_bias=None if self.conv_bias is None else put(self.conv_bias))
 
     def prepared(self, put=lambda a, bf16=False: a, **kw):
         import kda_decode as kd
 
-        return kd.PreparedKda(**self.weights(put), eps=self.eps, lower_bound=self.lower_bound, **kw)
+        return kd.PreparedKda(**self.weights(put), eps=self.eps, lower_bound=self.lower_bound,
+                              output_norm=self.output_norm, **kw)
 
 
 # ---------------------------------------------------------------------------------------

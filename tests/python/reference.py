@@ -9,7 +9,7 @@ exactly, everything else is float64. It models:
 * the conv window rule (taps from column accepted-1, window roll-back), conv + SiLU;
 * l2 norm of q and k, the q scale, the softplus and lower-bound gates, beta;
 * the delta rule (decay, then u = beta·(v − S·k), S += u kᵀ, o = S q);
-* the gated RMSNorm;
+* the gated RMSNorm, or none (SPEC §9, ``RefLayer.output_norm = False``: out = o);
 * the step kinds decode (with out_slots), per_token, record (records u, k, g), fused
   (fold pending, write the checkpoint, then record) and commit / flush;
 * optional bf16 storage of the state (every store rounds to bf16, the running state stays
@@ -112,6 +112,7 @@ class RefLayer:
     norm_w: np.ndarray  # [K]
     eps: float = 1e-5
     lower_bound: Optional[float] = None
+    output_norm: bool = True  # False (SPEC §9): out = o, no RMSNorm, no output gate
 
     @property
     def D(self) -> int:
@@ -328,9 +329,12 @@ def _run_request(layer, inputs, caches, mode, q, b, slots, acc, win_in, win_out,
         caches.pending[row] = 0 if mode == "fused" else pos0 + 1
         caches.written_pending.add(int(row))
 
-    og = sigmoid(inputs["out_gate"][r0:r0 + q].reshape(q, H, K))
-    rms = np.sqrt(np.mean(o_all * o_all, axis=-1, keepdims=True) + layer.eps)
-    out = (o_all / rms * layer.norm_w.reshape(1, 1, K) * og).reshape(q, D)
+    if layer.output_norm:
+        og = sigmoid(inputs["out_gate"][r0:r0 + q].reshape(q, H, K))
+        rms = np.sqrt(np.mean(o_all * o_all, axis=-1, keepdims=True) + layer.eps)
+        out = (o_all / rms * layer.norm_w.reshape(1, 1, K) * og).reshape(q, D)
+    else:
+        out = o_all.reshape(q, D)
 
     w = W - 2 + q
     new = np.empty((3 * D, w))

@@ -139,8 +139,9 @@ class Twin:
             src = torch.from_numpy(np.ascontiguousarray(self.pool.state).view(np.int16)).cuda().view(torch.bfloat16)
             self.g_state.copy_(src)
 
-    def run(self, inp: Inputs, *, views=False, **kw):
-        """One step on both backends; returns (cpu_out, gpu_out, cpu_status, gpu_status)."""
+    def run(self, inp: Inputs, *, views=False, no_out_gate=False, **kw):
+        """One step on both backends; returns (cpu_out, gpu_out, cpu_status, gpu_status).
+        no_out_gate: run_views with out_gate=None (a layer without the output norm)."""
         rows = inp.projected.shape[0]
         D = self.layer.D
         c_out = np.full((rows, D), 0x4B1D, np.uint16)
@@ -148,10 +149,12 @@ class Twin:
         gkw = {k: cuda_like(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
         self._resync_bf16_state()
         c_before, g_before = self.pool.snapshot(), self.g_snapshot()
-        if views:
+        if views or no_out_gate:
             v = inp.views()
+            if no_out_gate:
+                v["out_gate"] = None
             self.cpu.run_views(v["qkv"], v["out_gate"], v["gate_in"], v["beta"], c_out, self.pool.caches(), **kw)
-            gv = {k: cuda_like(a, bf16=True) for k, a in v.items()}
+            gv = {k: None if a is None else cuda_like(a, bf16=True) for k, a in v.items()}
             self.gpu.run_views(gv["qkv"], gv["out_gate"], gv["gate_in"], gv["beta"], g_out, self.g_caches(), **gkw)
         else:
             self.cpu.run(inp.projected, c_out, self.pool.caches(), **kw)
@@ -387,6 +390,60 @@ def test_gpu_vs_float64(variant, mode):
     ws = sorted(pool.ref.written_conv)
     want = pool.ref.conv[ws]
     assert np.array_equal(f64(g["conv"][ws]), want), f"{variant} {mode}: windows differ from the float64 mirror"
+
+
+# ---------------------------------------------------------------------------------------
+# without the output norm (SPEC §9)
+# ---------------------------------------------------------------------------------------
+NO_NORM = [(v, m, False) for v in ("split", "wide", "ws", "auto")
+           for m in ("decode", "append", "per_token", "record", "fused")
+           if not (v == "ws" and m == "append")]  # WS has no append path (refused at prepare)
+NO_NORM += [(v, "append", True) for v in ("split", "wide", "auto")]  # append with the norm, from Python too
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("variant,mode,norm", NO_NORM)
+def test_no_output_norm(variant, mode, norm, packed):
+    """A layer built with output_norm=False (no norm weight), every forced variant and auto, every
+    step kind, two chained steps: GPU vs CPU backend (SPEC §8 backend vs backend; out = bf16(o)),
+    with every out-gate input NaN (in the packed row, or views with out_gate=None): a variant
+    that read or applied the out gate would write NaN; untouched slots bitwise, pad rows zero.
+    norm=True (append only): the same append steps with the gated RMSNorm, real out gates."""
+    rng = np.random.default_rng(zlib.crc32(f"nonorm-{variant}-{mode}-{packed}-{norm}".encode()))
+    H, B = (12, 5) if variant != "split" else (3, 2)
+    q = 1 if mode in ("decode", "append") else 3
+    Qr = 4
+    layer = Layer(H, lower_bound=-5.0 if mode != "record" else None, seed=61, output_norm=norm)
+    n = B * q + 2
+    records = (n, Qr) if mode in ("append", "record", "fused") else None
+    pool = Pool(layer, n, W - 2 + q + 1, layout="sd", records=records, seed=62)
+    pol = None if variant == "auto" else {(mode, B, q): kd.Policy(variant=variant)}
+    tw = Twin(layer, pool, layout="sd", policies=pol)
+    ids = rng.permutation(np.arange(1, n)).astype(np.int32)
+    kw = dict(q=q, mode=mode)
+    if mode == "per_token":
+        kw["slots"] = ids[:B * q].reshape(B, q).copy()
+        kw["accepted"] = rng.integers(1, q + 1, size=B).astype(np.int32)
+    else:
+        kw["slots"] = ids[:B].copy()
+        kw["slots"][1] = 0  # a pad (the null slot)
+    if mode == "append":
+        live = kw["slots"][kw["slots"] > 0]
+        tw.set_pending(live, np.arange(live.size, dtype=np.int32) % (Qr + 1))  # a full row among them
+    if mode == "fused":
+        kw["accepted"] = np.full(B, 2, np.int32)
+        live = kw["slots"][kw["slots"] > 0]
+        tw.set_pending(live, np.full(live.size, 2, np.int32))
+    for s in range(2):
+        inp = Inputs(layer, B * q, seed=63 + s)
+        if not norm:
+            inp.projected[:, 3 * layer.D:4 * layer.D] = 0x7FC1
+            inp.raw["out_gate"][...] = 0x7FC1
+        c_out, g_out, _ = tw.run(inp, views=not packed, no_out_gate=not packed and not norm, **kw)
+        live_rows = ~(c_out == 0).all(axis=1)
+        assert np.isfinite(f64(c_out[live_rows])).all() and live_rows.any()
+        if mode == "fused":
+            tw.set_pending(live, np.full(live.size, 2, np.int32))
 
 
 # ---------------------------------------------------------------------------------------

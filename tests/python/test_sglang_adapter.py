@@ -29,7 +29,6 @@ torch = pytest.importorskip("torch")
 
 import kda_decode as kd  # noqa: E402
 import kda_decode.sglang as ks  # noqa: E402
-from kda_decode._support import output_norm_in_core  # noqa: E402
 
 import harness as hn  # noqa: E402
 import reference as ref  # noqa: E402
@@ -300,24 +299,35 @@ def test_errors_name_the_argument_and_covered_agrees():
     assert len(be.prepared) == 0  # nothing was prepared for a refused call
 
 
-def test_no_norm_mode_needs_the_core_norm_option():
-    H, N = 1, 2
+def test_no_norm_mode_matches_reference():
+    """Without output_gate / norm_weight (SGLang's unfused decode; the model applies o_norm
+    itself): out = bf16(o) against the float64 reference whose output is o, the caches as in
+    the fused mode, and covered() says so."""
+    H, N, li = 2, 5, 0
     layer = SglLayer(H, seed=17)
-    pool = SglPool(H, 4, layers=1, seed=18)
-    x, a, b, og = step_inputs(H, N, seed=19)
-    conv, state = pool.pool(0)
-    idx = torch.tensor([1, 2], dtype=torch.int32)
-    if output_norm_in_core():
-        pytest.skip("the core has the optional output norm: test_no_norm_mode_matches_core covers it")
-    c = ks.covered(layer.attn, x, a, b, conv, state, idx)
-    assert not c and "output_norm" in c.reason
-    c0, s0 = conv.clone(), state.clone()
-    with pytest.raises(NotImplementedError, match="output_norm"):
-        ks.KdaDecodeBackend().forward_decode(layer.attn, x, a, b, conv, state, idx)
-    assert torch.equal(conv, c0) and torch.equal(state, s0)
+    pool = SglPool(H, 7, layers=2, seed=18)
+    inputs = step_inputs(H, N, seed=19, garbage_rows=(3,))
+    conv, state = pool.pool(li)
+    idx = torch.tensor([1, 6, 2, -1, 0], dtype=torch.int32)
+    c = ks.covered(layer.attn, *inputs[:3], conv, state, idx)
+    assert c and "no output norm" in c.reason
+    rl = layer.ref()
+    rl.output_norm = False
+    mixed_qkv, a, b, og = inputs
+    rc = ref.RefCaches(conv=f64(conv.transpose(1, 2)), state=f64(state))
+    res = ref.step(rl, dict(qkv=f64(mixed_qkv), out_gate=f64(og), gate_in=f64(a), beta=f64(b[0])), rc,
+                   mode="decode", q=1, slots=idx.numpy(), null_slot=0, gate_mode=2)
+    assert sorted(res.pads) == [3, 4]
+    before = pool.conv_all.clone(), pool.state_all.clone()
+    out = torch.empty(1, N, H, K, dtype=torch.bfloat16)
+    out.view(torch.int16).fill_(POISON)
+    be = ks.KdaDecodeBackend()
+    got = be.forward_decode(layer.attn, mixed_qkv, a, b, conv, state, idx, out=out)
+    assert got is out and not be.prepared[0].output_norm
+    check_against_reference(layer, pool, li, *before, out, res, rc, "no norm")
+    be.process_weights_after_loading()  # no norm weight to reload
 
 
-@pytest.mark.skipif(not output_norm_in_core(), reason="the core has no optional output norm (SPEC §9) yet")
 def test_no_norm_mode_matches_core():
     """Without output_gate / norm_weight the output is bf16(o): the core's output_norm=False
     step on the same tensors, bitwise (the core's numerics are tested with the core)."""
@@ -330,7 +340,7 @@ def test_no_norm_mode_matches_core():
     c2, s2 = conv.clone(), state.clone()
     out = ks.KdaDecodeBackend().forward_decode(layer.attn, x, a, b, conv, state, idx)
     kda = kd.PreparedKda(conv_weight=layer.conv1d_weight, A_log=layer.A_log.view(-1), dt_bias=layer.dt_bias,
-                         norm_weight=torch.ones(K), lower_bound=layer.lower_bound, output_norm=False,
+                         lower_bound=layer.lower_bound, output_norm=False,
                          conv_dim_first=False, default_policy=kd.Policy(gate_mode=2))
     o2 = torch.full((N, H * K), 5.0, dtype=torch.bfloat16)
     kda.run_views(x, None, a, b[0], o2, kd.Caches(c2, s2), idx)
@@ -376,10 +386,11 @@ def _to(t, device):
 
 @pytest.mark.cuda
 @needs_cuda
-@pytest.mark.parametrize("page_major,lb", [(False, -5.0), (True, None)])
-def test_cuda_matches_cpu(page_major, lb):
+@pytest.mark.parametrize("page_major,lb,norm", [(False, -5.0, True), (True, None, True), (False, -5.0, False)])
+def test_cuda_matches_cpu(page_major, lb, norm):
     """SPEC §8 backend vs backend: out within 1 bf16 ulp + 2e-3·max|ref|, state within
-    2e-5·max|ref|, windows bitwise; pad rows zero; H = 12 (a K3 shard) and H = 3."""
+    2e-5·max|ref|, windows bitwise; pad rows zero; H = 12 (a K3 shard) and H = 3; with the fused
+    norm and without it (out = o)."""
     for H in (12, 3):
         N, slots = 9, 12
         cpu_layer = SglLayer(H, lower_bound=lb, seed=30 + H)
@@ -391,8 +402,8 @@ def test_cuda_matches_cpu(page_major, lb):
             dev = pool.conv_all.device
             x, a, b, og = step_inputs(H, N, seed=32, device=dev, garbage_rows=(2, 8))
             conv, state = pool.pool(1)
-            outs.append(ks.KdaDecodeBackend().forward_decode(lay.attn, x, a, b, conv, state, idx.to(dev), output_gate=og,
-                                                             norm_weight=lay.norm_weight, norm_eps=lay.eps))
+            kw = dict(output_gate=og, norm_weight=lay.norm_weight, norm_eps=lay.eps) if norm else {}
+            outs.append(ks.KdaDecodeBackend().forward_decode(lay.attn, x, a, b, conv, state, idx.to(dev), **kw))
         torch.cuda.synchronize()
         o_cpu, o_gpu = f64(outs[0]), f64(outs[1])
         assert (o_gpu[0, [2, 5, 8]] == 0).all()

@@ -3,14 +3,17 @@
 with a vLLM-style attention module, and the vLLM ``fused_kda_decode`` adapter
 (``kda_decode.vllm``).
 
-CPU (run in CI when torch is installed): ``torch.library.opcheck`` of every op, ops vs the
-PreparedKda methods bitwise, ``torch.compile(fullgraph=True)`` of functions that call
-``run`` / ``commit`` / ``flush`` (bitwise vs eager), from_module, weight reloads, and the
-adapter vs ``run_views`` (gate mode 2) bitwise.
+CPU (run in CI when torch is installed): ``torch.library.opcheck`` of every op and step mode
+(``append`` included; ``run_views`` with and without ``out_gate`` for a layer without the
+output norm), ops vs the PreparedKda methods bitwise, ``torch.compile(fullgraph=True)`` of
+functions that call ``run`` / ``commit`` / ``flush`` (bitwise vs eager), n compiled append
+steps + flush == n decode steps bitwise, from_module (with and without the output norm),
+weight reloads, and the adapter vs ``run_views`` (gate mode 2, with and without the norm)
+bitwise.
 
 CUDA (skipped without a CUDA device and a CUDA build): opcheck on CUDA tensors, capture and
 replay in ``torch.cuda.CUDAGraph`` with new inputs copied into the captured buffers (bitwise
-vs eager), a weight reload after capture changing the replayed result correctly,
+vs eager; every step mode, and decode / append without the output norm), a weight reload after capture changing the replayed result correctly,
 ``torch.compile(fullgraph=True)`` on CUDA, and the adapter inside a CUDA graph (unseen batch
 size planned on the host during capture).
 """
@@ -125,17 +128,21 @@ def step_args(mode, B, q, device="cpu"):
     return slots.to(device), None if acc is None else acc.to(device)
 
 
-STEPS = [("decode", 1), ("per_token", 2), ("record", 3), ("fused", 2)]
+STEPS = [("decode", 1), ("append", 1), ("per_token", 2), ("record", 3), ("fused", 2)]
+APPEND_QR = 4  # records per row of the append steps' caches
 
 
-def setup(mode, q, *, H=2, B=3, device="cpu", gate_mode=0, seed=0):
+def setup(mode, q, *, H=2, B=3, device="cpu", gate_mode=0, seed=0, output_norm=True):
     att = Attention(H, seed=seed, device=device)
-    kda = kd.PreparedKda.from_module(att, precomputed_gate=gate_mode == 2)
+    kda = kd.PreparedKda.from_module(att, precomputed_gate=gate_mode == 2, output_norm=output_norm)
     n = B * q + 2
-    caches = make_caches(H, n, W - 2 + q, q, device=device)
+    caches = make_caches(H, n, W - 2 + q, APPEND_QR if mode == "append" else q, device=device)
     slots, acc = step_args(mode, B, q, device)
     if mode == "fused":
         caches.pending[slots.long()] = acc
+    if mode == "append":  # rows part-filled, empty and full (a full row is folded and written back)
+        caches.pending[slots.long()] = torch.tensor([(2 * b) % (APPEND_QR + 1) for b in range(B)],
+                                                    dtype=torch.int32, device=device)
     kda.prepare(caches)
     return att, kda, caches, slots, acc
 
@@ -154,6 +161,8 @@ def test_ops_registered_with_mutations_declared():
     for name in ("out", "conv_state", "state", "correction", "key_gate", "pending"):
         assert f"!) {name}" in s or f"!)? {name}" in s, (name, s)
     assert "!" not in s.split("Tensor slots")[1]  # inputs after the caches are read-only
+    v = str(torch.ops.kda_decode.run_views.default._schema)
+    assert "Tensor? out_gate" in v  # absent for a layer without the output norm
     c = str(torch.ops.kda_decode.commit.default._schema)
     assert "!) state" in c and "!) conv_state" not in c
     f = str(torch.ops.kda_decode.flush.default._schema)
@@ -182,6 +191,21 @@ def test_opcheck_run_views_gate_mode_2():
     args = (kda._handle, *views(proj, 2, 2), out, c.conv_state, c.state, None, None, None, slots, 2, "per_token", acc,
             None, None)
     torch.library.opcheck(kt.OPS["run_views"], args)
+
+
+@pytest.mark.parametrize("with_gate", [False, True])
+def test_opcheck_run_views_without_output_norm(with_gate):
+    """A layer without the output norm: out_gate None (vLLM's fuse_output_norm=False) or given
+    (not read); opcheck runs the op on these arguments several ways, then the output is o."""
+    att, kda, c, slots, acc = setup("decode", 1, gate_mode=2, output_norm=False)
+    assert not kda.output_norm
+    proj = projection(2, 3, gate_mode=2)
+    qkv, og, gi, beta = views(proj, 2, 2)
+    out = torch.zeros(3, 2 * K, dtype=torch.bfloat16)
+    args = (kda._handle, qkv, og if with_gate else None, gi, beta, out, c.conv_state, c.state, None, None, None,
+            slots, 1, "decode", None, None, None)
+    torch.library.opcheck(kt.OPS["run_views"], args)
+    assert kda.status().ok
 
 
 def test_opcheck_commit_and_flush():
@@ -249,6 +273,51 @@ def test_compile_fullgraph_cpu_methods():
         round_(proj, proj2, o1, c1, slots, acc)
         compiled(proj, proj2, o2, c2, slots, acc)
         assert torch.equal(o1, o2) and caches_equal(c1, c2)
+    assert kda.status().ok
+
+
+def test_append_steps_then_flush_equal_decode_bitwise_compiled():
+    """SPEC §8: n append steps then flush == n decode steps (fp32 state: state, outputs,
+    windows), bitwise, with the append step and the flush compiled (fullgraph, inductor) and
+    the decode steps eager. n = 2·Qr + 1 crosses two full rows (fold and write-back)."""
+    H, B, n = 2, 3, 2 * APPEND_QR + 1
+    att = Attention(H, seed=70)
+    kda = kd.PreparedKda.from_module(att)
+    dec = make_caches(H, B + 2, W - 1, APPEND_QR, seed=71)
+    app = clone_caches(dec)
+    app.pending.zero_()
+    slots = torch.tensor([1, 0, 3], dtype=torch.int32)  # request 1 is a pad (the null slot)
+    kda.prepare(app)
+
+    def append_step(proj, out, caches, slots):
+        kda.run(proj, out, caches, slots, mode="append")
+
+    def flush(caches, slots):
+        kda.flush(caches, slots)
+
+    torch._dynamo.reset()
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(compile_threads=1):
+        c_step = torch.compile(append_step, fullgraph=True)
+        c_flush = torch.compile(flush, fullgraph=True)
+        history = [dec.state.clone()]  # the decode state after 0, 1, ... steps
+        for i in range(n):
+            proj = projection(H, B, seed=80 + i)
+            od = torch.full((B, H * K), 3.0, dtype=torch.bfloat16)
+            oa = od.clone()
+            kda.run(proj, od, dec, slots)
+            c_step(proj, oa, app, slots)
+            assert torch.equal(od, oa), f"outputs of step {i}"
+            assert torch.equal(dec.conv_state, app.conv_state), f"windows after step {i}"
+            assert int(app.pending[1]) == i % APPEND_QR + 1 and int(app.pending[0]) == 0
+            history.append(dec.state.clone())
+            # the checkpoint is written only when a full row is folded: it holds the state after
+            # the last multiple of Qr steps before this one
+            assert torch.equal(app.state, history[(i // APPEND_QR) * APPEND_QR]), f"checkpoint after step {i}"
+        c_flush(app, slots)
+    assert torch.equal(dec.state, app.state), "state after flush"
+    assert (app.pending == 0).all()
     assert kda.status().ok
 
 
@@ -320,8 +389,18 @@ def test_from_module_shapes_and_errors():
     with pytest.raises(AttributeError, match="f_b_proj"):
         kd.PreparedKda.from_module(att)
     del att.o_norm
-    with pytest.raises(AttributeError, match="o_norm"):
+    with pytest.raises(AttributeError, match="o_norm.*output_norm=False"):
         kd.PreparedKda.from_module(att, precomputed_gate=True)
+    # an engine that applies o_norm itself: the module needs none
+    k3 = kd.PreparedKda.from_module(att, precomputed_gate=True, output_norm=False)
+    assert not k3.output_norm
+    o3, c3 = _one_step(k3, H=1, gate_mode=2)
+    d = lambda t: None if t is None else t.detach()  # noqa: E731
+    k4 = kd.PreparedKda(conv_weight=d(att.conv1d.weight)[:, None, :], conv_bias=d(att.conv1d.bias), A_log=d(att.A_log).view(-1),
+                        dt_bias=d(att.dt_bias), lower_bound=att.gate_lower_bound, output_norm=False)
+    o4, c4 = _one_step(k4, H=1, gate_mode=2)
+    assert torch.equal(o3, o4) and caches_equal(c3, c4)
+    k3.process_weights_after_loading(att)  # o_norm is not read again either
 
 
 def test_process_weights_after_loading_module():
@@ -395,7 +474,10 @@ def conv_arg(conv, dim_first):
     return conv if dim_first else conv.transpose(1, 2)
 
 
-def adapter_vs_run_views(H, N, *, dim_first, weight_form, bias, lower_bound, seed=0, adapter=None, layer=None):
+def adapter_vs_run_views(H, N, *, dim_first, weight_form, bias, lower_bound, seed=0, adapter=None, layer=None,
+                         norm=True):
+    """The adapter's call against the same step through run_views, bitwise. norm=False: vLLM's
+    fuse_output_norm=False (output_gate and norm_weight None; a layer with output_norm=False)."""
     att, w = layer if layer is not None else vllm_layer(H, seed=seed, bias=bias, weight_form=weight_form,
                                                        lower_bound=lower_bound)
     inp = vllm_inputs(H, N, seed=seed + 1)
@@ -403,18 +485,18 @@ def adapter_vs_run_views(H, N, *, dim_first, weight_form, bias, lower_bound, see
     conv2, state2 = conv.clone(), state.clone()
     out = torch.full((1, N, H, K), 7.0, dtype=torch.bfloat16)
     fn = adapter or kv.FusedKdaDecode()
+    og, nw = (inp["output_gate"], w["norm_weight"]) if norm else (None, None)
     r = fn(inp["x"], w["weight"], w["bias"], conv_arg(conv, dim_first), inp["raw_g"], inp["raw_beta"], w["A_log"],
-           w["dt_bias"], inp["state_indices"], state, out, w["lower_bound"], inp["output_gate"], w["norm_weight"],
-           w["norm_eps"])
+           w["dt_bias"], inp["state_indices"], state, out, w["lower_bound"], og, nw, w["norm_eps"])
     assert r is out
     # the same step through run_views with gate mode 2
     kda = kd.PreparedKda(conv_weight=att.conv1d.weight.detach(), conv_bias=w["bias"], A_log=w["A_log"],
-                         dt_bias=w["dt_bias"], norm_weight=w["norm_weight"], eps=w["norm_eps"],
-                         lower_bound=w["lower_bound"], conv_dim_first=dim_first,
+                         dt_bias=w["dt_bias"], norm_weight=nw, eps=w["norm_eps"],
+                         lower_bound=w["lower_bound"], conv_dim_first=dim_first, output_norm=norm,
                          default_policy=kd.Policy(gate_mode=2))
     D = H * K
     out2 = torch.full((N, D), 7.0, dtype=torch.bfloat16)
-    kda.run_views(inp["x"], inp["output_gate"].reshape(N, D), inp["raw_g"].reshape(N, D),
+    kda.run_views(inp["x"], None if og is None else og.reshape(N, D), inp["raw_g"].reshape(N, D),
                   inp["raw_beta"].reshape(N, H), out2, kd.Caches(conv2, state2), inp["state_indices"])
     assert kda.status().ok
     assert torch.equal(out.view(N, D), out2)
@@ -422,17 +504,40 @@ def adapter_vs_run_views(H, N, *, dim_first, weight_form, bias, lower_bound, see
     return out, fn
 
 
-@pytest.mark.parametrize("dim_first,weight_form,bias,lower_bound", [
-    (False, "decode", True, -5.0),   # vLLM's default: SD cache, [3, W, D] weight
-    (True, "decode", False, None),   # DS cache, softplus gate, no conv bias
-    (False, "conv1d", True, -3.0),   # nn.Conv1d [3D, 1, W] weight
+@pytest.mark.parametrize("dim_first,weight_form,bias,lower_bound,norm", [
+    (False, "decode", True, -5.0, True),   # vLLM's default: SD cache, [3, W, D] weight
+    (True, "decode", False, None, True),   # DS cache, softplus gate, no conv bias
+    (False, "conv1d", True, -3.0, True),   # nn.Conv1d [3D, 1, W] weight
+    (False, "decode", True, -5.0, False),  # fuse_output_norm=False: out = o
+    (True, "conv1d", False, None, False),
 ])
-def test_vllm_adapter_matches_run_views_bitwise(dim_first, weight_form, bias, lower_bound):
+def test_vllm_adapter_matches_run_views_bitwise(dim_first, weight_form, bias, lower_bound, norm):
     out, fn = adapter_vs_run_views(2, 5, dim_first=dim_first, weight_form=weight_form, bias=bias,
-                                   lower_bound=lower_bound)
+                                   lower_bound=lower_bound, norm=norm)
+    assert fn.prepared[0].output_norm == norm
     assert (out[0, 1] == 0).all() and (out[0, 4] == 0).all()  # pad rows (ids 0 and -1)
     assert not (out[0, 0] == 0).all()
     assert len(fn.prepared) == 1 and all(s.ok for s in fn.status())
+
+
+def test_vllm_adapter_norm_and_no_norm_are_two_layers():
+    """The same weights called with and without output_gate / norm_weight: two prepared layers
+    (the norm mode is part of a layer's identity), same caches written, different outputs."""
+    layer = vllm_layer(2, seed=14)
+    fn = kv.FusedKdaDecode()
+    o1, _ = adapter_vs_run_views(2, 4, dim_first=False, weight_form="decode", bias=True, lower_bound=-5.0, seed=15,
+                                 adapter=fn, layer=layer, norm=True)
+    o2, _ = adapter_vs_run_views(2, 4, dim_first=False, weight_form="decode", bias=True, lower_bound=-5.0, seed=15,
+                                 adapter=fn, layer=layer, norm=False)
+    assert [k.output_norm for k in fn.prepared] == [True, False]
+    assert not torch.equal(o1, o2)
+    fn.process_weights_after_loading()  # the no-norm layer reloads without a norm weight
+    with pytest.raises(ValueError, match="both.*neither"):
+        inp = vllm_inputs(2, 4, seed=16)
+        conv, state = vllm_caches(2, 6)
+        fn(inp["x"], layer[1]["weight"], None, conv.transpose(1, 2), inp["raw_g"], inp["raw_beta"],
+           layer[1]["A_log"], layer[1]["dt_bias"], inp["state_indices"], state, None, None, None,
+           layer[1]["norm_weight"])
 
 
 def test_vllm_adapter_reuses_layer_and_plans_new_batch_sizes():
@@ -582,6 +687,42 @@ def test_cuda_graph_replay_new_inputs(mode, q):
 
 @pytest.mark.cuda
 @needs_cuda
+@pytest.mark.parametrize("mode", ["decode", "append"])
+def test_cuda_graph_replay_without_output_norm(mode):
+    """A layer without the output norm, run_views with out_gate=None, captured and replayed with
+    new inputs (their out-gate columns NaN: not read): bitwise vs eager, outputs finite."""
+    H, B = 4, 6
+    D = H * K
+    att, kda, cg, slots, acc = setup(mode, 1, H=H, B=B, device="cuda", gate_mode=2, output_norm=False)
+    ce = clone_caches(cg)
+    proj = projection(H, B, device="cuda", gate_mode=2)
+    qkv, _, gi, beta = views(proj, H, 2)
+    out = torch.zeros(B, D, dtype=torch.bfloat16, device="cuda")
+
+    def step():
+        kda.run_views(qkv, None, gi, beta, out, cg, slots, mode=mode)
+
+    g = _capture(step)
+    for t_g, t_e in zip((cg.conv_state, cg.state, cg.correction, cg.key_gate, cg.pending),
+                        (ce.conv_state, ce.state, ce.correction, ce.key_gate, ce.pending)):
+        t_g.copy_(t_e)
+    for it in range(APPEND_QR + 2):  # append: crosses a full row
+        new = projection(H, B, seed=200 + it, device="cuda", gate_mode=2)
+        new[:, 3 * D:4 * D] = float("nan")
+        proj.copy_(new)
+        g.replay()
+        oe = torch.full_like(out, 5.0)
+        nq, _, ng, nb = views(new, H, 2)
+        kda.run_views(nq, None, ng, nb, oe, ce, slots, mode=mode)
+        torch.cuda.synchronize()
+        assert torch.equal(out, oe), f"replay {it}: out differs from eager"
+        assert caches_equal(cg, ce), f"replay {it}: caches differ from eager"
+        assert bool(torch.isfinite(out.float()).all())
+    assert kda.status().ok
+
+
+@pytest.mark.cuda
+@needs_cuda
 def test_cuda_graph_weight_reload_after_capture():
     H, B = 4, 5
     att = Attention(H, seed=20, device="cuda")
@@ -638,7 +779,8 @@ def test_cuda_compile_fullgraph():
 
 @pytest.mark.cuda
 @needs_cuda
-def test_cuda_vllm_adapter_in_graph():
+@pytest.mark.parametrize("norm", [True, False])
+def test_cuda_vllm_adapter_in_graph(norm):
     H, N1, N2 = 12, 8, 5
     att, w = vllm_layer(H, device="cuda", seed=40)
     fn = kv.FusedKdaDecode()
@@ -647,8 +789,8 @@ def test_cuda_vllm_adapter_in_graph():
 
     def call(fn, inp, conv, state, out):
         return fn(inp["x"], w["weight"], w["bias"], conv.transpose(1, 2), inp["raw_g"], inp["raw_beta"], w["A_log"],
-                  w["dt_bias"], inp["state_indices"], state, out, w["lower_bound"], inp["output_gate"],
-                  w["norm_weight"], w["norm_eps"])
+                  w["dt_bias"], inp["state_indices"], state, out, w["lower_bound"],
+                  inp["output_gate"] if norm else None, w["norm_weight"] if norm else None, w["norm_eps"])
 
     # first call (eager) prepares the layer with batch size N1
     first = vllm_inputs(H, N1, seed=42, device="cuda")

@@ -80,12 +80,13 @@ def test_dtype_choices_beyond_vllm():
     assert kv.is_fused_kda_decode_supported(12, conv_width=3, device="cpu")  # the CPU backend takes any W >= 2
 
 
-def test_no_norm_mode_follows_the_core():
+def test_no_norm_mode_supported():
+    # the core has SPEC §9's optional output norm: vLLM's fuse_output_norm=False is served
+    assert output_norm_in_core()
     s = kv.is_fused_kda_decode_supported(12, fuse_output_norm=False, device="cpu")
-    if output_norm_in_core():
-        assert s and "no output norm" in s.reason
-    else:
-        assert not s and "fuse_output_norm=False" in s.reason and "output_norm" in s.reason
+    assert s and "no output norm" in s.reason
+    s = kv.is_fused_kda_decode_supported(12, device="cpu")
+    assert s and "output norm fused" in s.reason
 
 
 def test_cuda_device_answer():
@@ -152,13 +153,15 @@ def vllm_weights(H, *, seed, lower_bound, device="cpu"):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("H,layout,lb", [(12, "SD", -5.0), (12, "DS", None), (24, "SD", None), (3, "DS", -2.0)])
-def test_paged_caches_block_table_slices_padded_rows(device, H, layout, lb):
+@pytest.mark.parametrize("H,layout,lb,norm", [(12, "SD", -5.0, True), (12, "DS", None, True), (24, "SD", None, True),
+                                              (3, "DS", -2.0, True), (12, "SD", -5.0, False), (3, "DS", None, False)])
+def test_paged_caches_block_table_slices_padded_rows(device, H, layout, lb, norm):
+    """norm=False: vLLM's fuse_output_norm=False (output_gate and norm_weight None), out = o."""
     N, slots = 6, 9
     w = vllm_weights(H, seed=H, lower_bound=lb, device=device)
     conv, state, storage = paged_caches(H, slots, layout, seed=H + 1, device=device)
     s = kv.is_fused_kda_decode_supported(H, 128, 4, 0, torch.bfloat16, torch.bfloat16, device=device, conv_state=conv,
-                                         state=state)
+                                         state=state, fuse_output_norm=norm)
     assert s, s.reason
     # vLLM: non_spec_state_indices_tensor = block_table[:, 0]; graph pad rows: NULL_BLOCK_ID (0) or -1
     block_table = torch.full((N, 5), 77, dtype=torch.int32)
@@ -167,7 +170,7 @@ def test_paged_caches_block_table_slices_padded_rows(device, H, layout, lb):
     x, raw_g, raw_beta, og = vllm_step(H, N, seed=H + 2, device=device)
     rl = ref.RefLayer(H=H, W=W, conv_w=w["conv_w"].double().numpy(), conv_b=None, f_b=None,
                       A_log=f64(w["A_log"]), dt_bias=f64(w["dt_bias"]), norm_w=f64(w["norm_weight"]), eps=1e-5,
-                      lower_bound=lb)
+                      lower_bound=lb, output_norm=norm)
     rc = ref.RefCaches(conv=f64(conv), state=f64(state))
     res = ref.step(rl, dict(qkv=f64(x), out_gate=f64(og.reshape(N, H * K)), gate_in=f64(raw_g.reshape(N, H * K)),
                             beta=f64(raw_beta[0])), rc, mode="decode", q=1, slots=idx.cpu().numpy(), null_slot=0,
@@ -176,8 +179,8 @@ def test_paged_caches_block_table_slices_padded_rows(device, H, layout, lb):
     before = bits(storage.view(torch.int32)) if storage.numel() % 4 == 0 else None
     out = torch.full((1, N, H, K), float("nan"), dtype=torch.bfloat16, device=device)
     fn = kv.FusedKdaDecode()
-    r = fn(x, w["weight"], None, conv, raw_g, raw_beta, w["A_log"], w["dt_bias"], idx, state, out, lb, og,
-           w["norm_weight"], 1e-5)
+    r = fn(x, w["weight"], None, conv, raw_g, raw_beta, w["A_log"], w["dt_bias"], idx, state, out, lb,
+           og if norm else None, w["norm_weight"] if norm else None, 1e-5)
     assert r is out
     hn.check_out(bits(out.reshape(N, H * K)), res.out, res.pads, 1, what="out")
     ws = sorted(rc.written_state)
