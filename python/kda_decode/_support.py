@@ -1,11 +1,15 @@
 """Shared pieces of the engine adapters' support queries (kda_decode.vllm,
-kda_decode.sglang): the answer type, the core features they depend on, device checks."""
+kda_decode.sglang): the answer type, the core features they depend on, device checks, and the
+row views and stream sync both adapters apply to the tensors they are handed."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Tuple
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Support(NamedTuple):
@@ -87,3 +91,43 @@ def cuda_device_support(device: Any) -> Support:
 
 def dtype_name(dt: Any) -> str:
     return str(dt).replace("torch.", "")
+
+
+# ---------------------------------------------------------------------------------------
+# tensor plumbing shared by the engine adapters (torch is imported by the caller)
+# ---------------------------------------------------------------------------------------
+
+
+def rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor:
+    """``t`` seen as ``[rows, cols]`` without a copy (ValueError when impossible)."""
+    if t.dim() == 2 and tuple(t.shape) == (rows, cols):
+        v = t
+    else:
+        if t.numel() != rows * cols:
+            raise ValueError(
+                f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
+                f"got shape {tuple(t.shape)}"
+            )
+        try:
+            v = t.view(rows, cols)
+        except RuntimeError as e:
+            raise ValueError(
+                f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
+                f"strides {t.stride()}): {e}"
+            ) from None
+    if cols > 1 and rows > 0 and v.stride(1) != 1:
+        raise ValueError(
+            f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
+            f"got strides {t.stride()} for shape {tuple(t.shape)}"
+        )
+    return v
+
+
+def sync_current_stream(t: torch.Tensor) -> None:
+    """Waits for the current stream of ``t``'s device (CUDA): the core derives its weight
+    copies with blocking copies outside torch's streams, which are not ordered after work
+    queued on torch's non-blocking streams (e.g. a reload's copies)."""
+    if t.is_cuda:
+        import torch
+
+        torch.cuda.current_stream(t.device).synchronize()

@@ -80,35 +80,12 @@ import torch
 import kda_decode as _kd
 
 from ._support import NO_NORM_MISSING, Support, cuda_device_support, dtype_name, no, output_norm_in_core, yes
+from ._support import rows_view as _rows_view
+from ._support import sync_current_stream as _sync
 
 __all__ = ["KdaDecodeBackend", "Support", "covered", "forward_decode", "kda_decode_backend"]
 
 HEAD_DIM = 128
-
-
-def _rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor:
-    """``t`` seen as ``[rows, cols]`` without a copy (ValueError when impossible)."""
-    if t.dim() == 2 and tuple(t.shape) == (rows, cols):
-        v = t
-    else:
-        if t.numel() != rows * cols:
-            raise ValueError(
-                f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
-                f"got shape {tuple(t.shape)}"
-            )
-        try:
-            v = t.view(rows, cols)
-        except RuntimeError as e:
-            raise ValueError(
-                f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
-                f"strides {t.stride()}): {e}"
-            ) from None
-    if cols > 1 and rows > 0 and v.stride(1) != 1:
-        raise ValueError(
-            f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
-            f"got strides {t.stride()} for shape {tuple(t.shape)}"
-        )
-    return v
 
 
 def _need_dtype(t: torch.Tensor, name: str, allowed: Tuple[torch.dtype, ...], hint: str = "") -> None:
@@ -168,14 +145,6 @@ def _conv_pool(conv_states: torch.Tensor, D: int, W: int) -> Tuple[bool, torch.T
     if window < W - 1:
         raise ValueError(f"conv_states: window {window} < W - 1 = {W - 1} columns")
     return dim_first, pool
-
-
-def _sync(t: torch.Tensor) -> None:
-    """Waits for the current stream of ``t``'s device (CUDA): the core derives its weight
-    copies with blocking copies outside torch's streams, which are not ordered after work
-    queued on torch's non-blocking streams (e.g. a reload's copies)."""
-    if t.is_cuda:
-        torch.cuda.current_stream(t.device).synchronize()
 
 
 class _Layer:

@@ -186,31 +186,6 @@ def read_module(
 # ---------------------------------------------------------------------------------------
 
 
-def _rows_view(t: torch.Tensor, rows: int, cols: int, name: str) -> torch.Tensor:
-    """``t`` seen as ``[rows, cols]`` without a copy (ValueError when impossible)."""
-    if t.dim() == 2 and tuple(t.shape) == (rows, cols):
-        v = t
-    else:
-        if t.numel() != rows * cols:
-            raise ValueError(
-                f"{name}: expected {rows}·{cols} elements ([{rows}, {cols}] or an equivalent shape), "
-                f"got shape {tuple(t.shape)}"
-            )
-        try:
-            v = t.view(rows, cols)
-        except RuntimeError as e:
-            raise ValueError(
-                f"{name}: cannot be viewed as [{rows}, {cols}] without a copy (shape {tuple(t.shape)}, "
-                f"strides {t.stride()}): {e}"
-            ) from None
-    if cols > 1 and rows > 0 and v.stride(1) != 1:
-        raise ValueError(
-            f"{name}: expected a unit inner stride (rows of {cols} contiguous elements), "
-            f"got strides {t.stride()} for shape {tuple(t.shape)}"
-        )
-    return v
-
-
 def _conv_weight_of(weight: torch.Tensor, D: int) -> torch.Tensor:
     """vLLM's decode weight [3, W, D] → nn.Conv1d [3D, 1, W]; [3D, 1, W] / [3D, W] as is."""
     w = weight.detach()
@@ -223,16 +198,6 @@ def _conv_weight_of(weight: torch.Tensor, D: int) -> torch.Tensor:
     raise ValueError(
         f"weight: expected [3, W, {D}] (vLLM's decode_conv1d_weight) or [{3 * D}, 1, W], got shape {tuple(w.shape)}"
     )
-
-
-def _sync(t: torch.Tensor) -> None:
-    """Waits for the current stream of ``t``'s device (CUDA): the core derives its weight
-    copies with synchronous cudaMemcpy on the legacy default stream, which is not ordered
-    after work queued on torch's non-blocking streams (e.g. the reload's copies)."""
-    if t.is_cuda:
-        import torch
-
-        torch.cuda.current_stream(t.device).synchronize()
 
 
 class _Layer:
@@ -723,6 +688,8 @@ from ._support import cuda_device_support as _cuda_device_support  # noqa: E402
 from ._support import dtype_name as _dtname  # noqa: E402
 from ._support import no as _no  # noqa: E402
 from ._support import output_norm_in_core as _output_norm_in_core  # noqa: E402
+from ._support import rows_view as _rows_view  # noqa: E402
+from ._support import sync_current_stream as _sync  # noqa: E402
 from ._support import yes as _yes  # noqa: E402
 
 
