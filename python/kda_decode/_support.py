@@ -1,12 +1,14 @@
-"""Shared pieces of the engine adapters' support queries (kda_decode.vllm,
-kda_decode.sglang): the answer type, the core features they depend on, device checks, and the
-row views and stream sync both adapters apply to the tensors they are handed."""
+"""Shared pieces of the engine adapters (kda_decode.vllm, kda_decode.sglang): the support
+query's answer type, the core features they depend on and device checks; the row views of
+the tensors they are handed; the prepared-layer record and its weight arguments."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Tuple
+
+from ._core import HEAD_DIM
 
 if TYPE_CHECKING:
     import torch
@@ -131,3 +133,54 @@ def sync_current_stream(t: torch.Tensor) -> None:
         import torch
 
         torch.cuda.current_stream(t.device).synchronize()
+
+
+ConvWeightOf = Callable[[Any, int], Any]
+
+
+def core_weights(
+    conv_weight_of: ConvWeightOf, conv_weight: Any, bias: Any, A_log: Any, dt_bias: Any, norm_weight: Any, D: int
+) -> Dict[str, Any]:
+    """The weight arguments of ``PreparedKda(...)`` and ``process_weights_after_loading(...)``
+    from an engine's source tensors (``conv_weight_of`` maps the engine's conv layout to
+    ``[3D, 1, W]``). The stream wait comes last: a layout conversion queues a copy on the
+    current stream, and the core reads every tensor with blocking copies outside it."""
+    weights = dict(
+        conv_weight=conv_weight_of(conv_weight, D),
+        A_log=A_log.detach().view(-1),
+        dt_bias=dt_bias.detach().view(-1),
+        norm_weight=None if norm_weight is None else norm_weight.detach(),
+        f_b_weight=None,
+        conv_bias=None if bias is None else bias.detach(),
+    )
+    sync_current_stream(A_log)
+    return weights
+
+
+class AdapterLayer:
+    """One prepared layer of an engine adapter and the source tensors its derived copies
+    come from (``norm_weight`` None in no-norm mode)."""
+
+    def __init__(
+        self,
+        kda: Any,
+        conv_weight_of: ConvWeightOf,
+        conv_weight: Any,
+        bias: Any,
+        A_log: Any,
+        dt_bias: Any,
+        norm_weight: Any,
+    ) -> None:
+        self.kda = kda
+        self.conv_weight_of = conv_weight_of
+        self.conv_weight = conv_weight
+        self.bias = bias
+        self.A_log = A_log
+        self.dt_bias = dt_bias
+        self.norm_weight = norm_weight
+
+    def reload(self) -> None:
+        """Recomputes the derived copies from the source tensors (reloaded in place)."""
+        D = self.kda.heads * HEAD_DIM
+        sources = (self.conv_weight, self.bias, self.A_log, self.dt_bias, self.norm_weight)
+        self.kda.process_weights_after_loading(**core_weights(self.conv_weight_of, *sources, D))

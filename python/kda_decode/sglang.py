@@ -79,9 +79,18 @@ import torch
 
 import kda_decode as _kd
 
-from ._support import NO_NORM_MISSING, Support, cuda_device_support, dtype_name, no, output_norm_in_core, yes
+from ._support import (
+    NO_NORM_MISSING,
+    AdapterLayer,
+    Support,
+    core_weights,
+    cuda_device_support,
+    dtype_name,
+    no,
+    output_norm_in_core,
+    yes,
+)
 from ._support import rows_view as _rows_view
-from ._support import sync_current_stream as _sync
 
 __all__ = ["KdaDecodeBackend", "Support", "covered", "forward_decode", "kda_decode_backend"]
 
@@ -147,18 +156,6 @@ def _conv_pool(conv_states: torch.Tensor, D: int, W: int) -> Tuple[bool, torch.T
     return dim_first, pool
 
 
-class _Layer:
-    """One prepared layer and the tensors its derived copies come from."""
-
-    def __init__(self, kda: Any, conv_weights: Any, bias: Any, A_log: Any, dt_bias: Any, norm_weight: Any) -> None:
-        self.kda = kda
-        self.conv_weights = conv_weights
-        self.bias = bias
-        self.A_log = A_log
-        self.dt_bias = dt_bias
-        self.norm_weight = norm_weight  # None in no-norm mode
-
-
 class KdaDecodeBackend:
     """SGLang's KDA decode backend call (``forward_decode``) on kda-decode.
 
@@ -173,7 +170,7 @@ class KdaDecodeBackend:
     def __init__(self, *, null_slot: int = 0, variant: str = "auto"):
         self.null_slot = int(null_slot)
         self.variant = variant
-        self._layers: Dict[Tuple[Any, ...], _Layer] = {}
+        self._layers: Dict[Tuple[Any, ...], AdapterLayer] = {}
 
     # ---- the call ----------------------------------------------------------------------
     def forward_decode(
@@ -330,7 +327,7 @@ class KdaDecodeBackend:
         return p
 
     # ---- layers ------------------------------------------------------------------------
-    def _layer(self, layer: Any, p: Dict[str, Any], norm_weight: Any, norm_eps: float) -> _Layer:
+    def _layer(self, layer: Any, p: Dict[str, Any], norm_weight: Any, norm_eps: float) -> AdapterLayer:
         cw, bias, A_log, dt_bias = layer.conv_weights, getattr(layer, "bias", None), layer.A_log, layer.dt_bias
         lb = getattr(layer, "lower_bound", None)
         fused = norm_weight is not None
@@ -360,13 +357,8 @@ class KdaDecodeBackend:
             if not dev:
                 raise RuntimeError("kda_decode.sglang.forward_decode: " + dev.reason)
         pol = _kd.Policy(gate_mode=2, variant=self.variant)
-        _sync(A_log)
         kw = dict(
-            conv_weight=_conv_weight_of(cw, p["D"]),
-            A_log=A_log.detach().view(-1),
-            dt_bias=dt_bias.detach().view(-1),
-            f_b_weight=None,
-            conv_bias=None if bias is None else bias.detach(),
+            **core_weights(_conv_weight_of, cw, bias, A_log, dt_bias, norm_weight, p["D"]),
             lower_bound=None if lb is None else float(lb),
             policies={("decode", p["N"], 1): pol} if p["N"] > 0 else None,
             conv_dim_first=p["dim_first"],
@@ -374,11 +366,11 @@ class KdaDecodeBackend:
             default_policy=pol,
         )
         if fused:
-            kda = _kd.PreparedKda(norm_weight=norm_weight.detach(), eps=float(norm_eps), **kw)
+            kda = _kd.PreparedKda(eps=float(norm_eps), **kw)
         else:  # SPEC §9's optional output norm: out = bf16(o), no norm weight
             kda = _kd.PreparedKda(output_norm=False, **kw)
         kda.prepare(_kd.Caches(conv_state=p["conv"], state=p["state"]))
-        lay = _Layer(kda, cw, bias, A_log, dt_bias, norm_weight)
+        lay = AdapterLayer(kda, _conv_weight_of, cw, bias, A_log, dt_bias, norm_weight)
         self._layers[key] = lay
         return lay
 
@@ -396,17 +388,7 @@ class KdaDecodeBackend:
             ValueError / TypeError: a source tensor changed shape or dtype.
         """
         for lay in self._layers.values():
-            D = lay.kda.heads * HEAD_DIM
-            _sync(lay.A_log)
-            norm = lay.norm_weight.detach() if lay.norm_weight is not None else None
-            lay.kda.process_weights_after_loading(
-                conv_weight=_conv_weight_of(lay.conv_weights, D),
-                A_log=lay.A_log.detach().view(-1),
-                dt_bias=lay.dt_bias.detach().view(-1),
-                norm_weight=norm,
-                f_b_weight=None,
-                conv_bias=None if lay.bias is None else lay.bias.detach(),
-            )
+            lay.reload()
 
     def status(self) -> List[_kd.Status]:
         """Per prepared layer (first-call order): caller errors found in the data since the

@@ -200,18 +200,6 @@ def _conv_weight_of(weight: torch.Tensor, D: int) -> torch.Tensor:
     )
 
 
-class _Layer:
-    """One prepared layer and the source tensors its derived copies come from."""
-
-    def __init__(self, kda: PreparedKda, weight: Any, bias: Any, A_log: Any, dt_bias: Any, norm_weight: Any):
-        self.kda = kda
-        self.weight = weight
-        self.bias = bias
-        self.A_log = A_log
-        self.dt_bias = dt_bias
-        self.norm_weight = norm_weight
-
-
 class FusedKdaDecode:
     """Callable with the argument order and semantics of vLLM's ``ops.fused_kda_decode``.
 
@@ -226,7 +214,7 @@ class FusedKdaDecode:
     def __init__(self, *, null_slot: int = 0, variant: str = "auto"):
         self.null_slot = int(null_slot)
         self.variant = variant
-        self._layers: Dict[Tuple[Any, ...], _Layer] = {}
+        self._layers: Dict[Tuple[Any, ...], AdapterLayer] = {}
 
     # ---- the call ----------------------------------------------------------------------
     def __call__(
@@ -377,7 +365,7 @@ class FusedKdaDecode:
         cs: Any,
         state: Any,
         N: int,
-    ) -> _Layer:
+    ) -> AdapterLayer:
         key = self._key(weight, bias, A_log, dt_bias, norm_weight, lower_bound, norm_eps, dim_first)
         layer = self._layers.get(key)
         if layer is not None:
@@ -393,15 +381,8 @@ class FusedKdaDecode:
         H = int(A_log.numel())
         D = H * HEAD_DIM
         pol = Policy(gate_mode=2, variant=self.variant)
-        conv_weight = _conv_weight_of(weight, D)
-        _sync(A_log)  # the core reads the weights with blocking copies outside torch's streams
         kda = PreparedKda(
-            conv_weight=conv_weight,
-            A_log=A_log.detach().view(-1),
-            dt_bias=dt_bias.detach().view(-1),
-            norm_weight=None if norm_weight is None else norm_weight.detach(),
-            f_b_weight=None,
-            conv_bias=None if bias is None else bias.detach(),
+            **core_weights(_conv_weight_of, weight, bias, A_log, dt_bias, norm_weight, D),
             eps=float(norm_eps) if norm_weight is not None else 1e-5,
             lower_bound=None if lower_bound is None else float(lower_bound),
             output_norm=norm_weight is not None,
@@ -411,7 +392,7 @@ class FusedKdaDecode:
             default_policy=pol,
         )
         kda.prepare(Caches(conv_state=cs, state=state))
-        layer = _Layer(kda, weight, bias, A_log, dt_bias, norm_weight)
+        layer = AdapterLayer(kda, _conv_weight_of, weight, bias, A_log, dt_bias, norm_weight)
         self._layers[key] = layer
         return layer
 
@@ -429,17 +410,7 @@ class FusedKdaDecode:
             ValueError / TypeError: a source tensor changed shape or dtype.
         """
         for layer in self._layers.values():
-            D = layer.kda.heads * HEAD_DIM
-            conv_weight = _conv_weight_of(layer.weight, D)
-            _sync(layer.A_log)
-            layer.kda.process_weights_after_loading(
-                conv_weight=conv_weight,
-                A_log=layer.A_log.detach().view(-1),
-                dt_bias=layer.dt_bias.detach().view(-1),
-                norm_weight=None if layer.norm_weight is None else layer.norm_weight.detach(),
-                f_b_weight=None,
-                conv_bias=None if layer.bias is None else layer.bias.detach(),
-            )
+            layer.reload()
 
     def status(self) -> List[Status]:
         """Per prepared layer (first-call order): caller errors found in the data since the
@@ -683,13 +654,16 @@ def status() -> List[Status]:
 # package, with the reason; the answer is truthy exactly when supported.
 
 from ._support import NO_NORM_MISSING as _NO_NORM_MISSING  # noqa: E402
-from ._support import Support  # noqa: E402
+from ._support import (  # noqa: E402
+    AdapterLayer,
+    Support,
+    core_weights,
+)
 from ._support import cuda_device_support as _cuda_device_support  # noqa: E402
 from ._support import dtype_name as _dtname  # noqa: E402
 from ._support import no as _no  # noqa: E402
 from ._support import output_norm_in_core as _output_norm_in_core  # noqa: E402
 from ._support import rows_view as _rows_view  # noqa: E402
-from ._support import sync_current_stream as _sync  # noqa: E402
 from ._support import yes as _yes  # noqa: E402
 
 
