@@ -78,22 +78,6 @@ __device__ __forceinline__ void delta_token(float4 (&S)[RPW], const float4& k4, 
   u_out = u;
 }
 
-/// Folds one record (u_t of the warp's rows, k_t, g_t of the lane's columns) into the tile:
-/// S = fmaf(u, k, S·e) — the same two roundings as delta_token's decay and update, so a
-/// commit reproduces the per-token state bitwise (SPEC §4).
-template <int RPW>
-__device__ __forceinline__ void fold_record(float4 (&S)[RPW], const float* u_rows, const float4& k4, const float4& g4) {
-  const float4 e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
-#pragma unroll
-  for (int i = 0; i < RPW; ++i) {
-    const float u = u_rows[i];
-    S[i].x = fmaf(u, k4.x, S[i].x * e4.x);
-    S[i].y = fmaf(u, k4.y, S[i].y * e4.y);
-    S[i].z = fmaf(u, k4.z, S[i].z * e4.z);
-    S[i].w = fmaf(u, k4.w, S[i].w * e4.w);
-  }
-}
-
 /// One token of the delta rule on RPW rows of a warp (SPEC §3), the two row dot products
 /// reduced together:
 ///   S ← S·e;  a = S·k, b = S·q (one rows_reduce of 2·RPW partials);  u = β (v − a);
@@ -130,7 +114,10 @@ __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, c
   }
 }
 
-/// fold_record with the decay e = exp(g) already formed (the staged records of the step kernel).
+/// Folds one record (u_t of the warp's rows, k_t and the decay e_t = exp(g_t) of the lane's
+/// columns) into the tile: S = fmaf(u, k, S·e) — the same two roundings as the token update's
+/// decay and update (delta_token, delta_rows), so a commit reproduces the per-token state
+/// bitwise (SPEC §4).
 template <int RPW>
 __device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_rows, const float4& k4,
                                               const float4& e4) {
@@ -142,6 +129,12 @@ __device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_r
     S[i].z = fmaf(u, k4.z, S[i].z * e4.z);
     S[i].w = fmaf(u, k4.w, S[i].w * e4.w);
   }
+}
+
+/// fold_record_e from the record's g_t (the WS kernel reads the records as stored).
+template <int RPW>
+__device__ __forceinline__ void fold_record(float4 (&S)[RPW], const float* u_rows, const float4& k4, const float4& g4) {
+  fold_record_e<RPW>(S, u_rows, k4, make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w)));
 }
 
 /// z + F_B[row, chunk] · f_a[chunk] over 8·NV values: fb the row chunk in registers (bf16
