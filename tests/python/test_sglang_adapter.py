@@ -444,7 +444,8 @@ def test_cuda_graph_capture_of_unseen_batch_size():
         ref_conv, ref_state = conv.clone(), state.clone()  # the same plan (variant) as the captured call
         for dst, src in zip(static, new):
             dst.copy_(src)
-        static_idx.copy_(torch.tensor([5 + it, 6, 7, 8, 9, 10 + it, -1, -1], dtype=torch.int32))
+        # distinct slots in every replay (live requests never share one: SPEC §2), two of them new
+        static_idx.copy_(torch.tensor([11 + it, 6, 7, 8, 9, 14 + it, -1, -1], dtype=torch.int32))
         torch.cuda.synchronize()
         mem = torch.cuda.memory_allocated()
         graph.replay()
