@@ -20,7 +20,8 @@
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
-#   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex)
+#   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex;
+#              NCU_BIN: a kda_bench_* of $BIN), with a per-instruction SASS stall table (ncu-N-sass.csv)
 #   ladder     LADDER="NAME ARGS;NAME ARGS…": each kda_bench variant $BIN/kda_bench_NAME
 #              (benchmarks/ladder/build_variants.sh) with its arguments, into ladder_NAME_<i>.csv,
 #              then one table of all rungs (benchmarks/ladder/summarize.py)
@@ -28,7 +29,7 @@
 # kda_cuda_tests, kda_bench, kda_bench_*), carried with the call: the build stage is then
 # skipped and these are run; BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
 # FUZZ_DEADLINE (s since start) ends the fuzz stage in time;
-# PYTEST_K selects Python tests (pytest -k).
+# PYTEST_K selects Python tests (pytest -k); CUDA_FILTER the C++ GPU tests (a gtest filter).
 #
 # The device machine has no GoogleTest and no network. Before the call, on this machine:
 #   mkdir -p .gpu && cp -r /usr/src/googletest .gpu/                      # C++ tests
@@ -86,7 +87,7 @@ run_gtest() {  # name binary filter
 }
 
 has cpu && run_gtest cpu-tests "$TESTS_BIN"
-has cuda && run_gtest cuda-tests "$CUDA_TESTS_BIN"
+has cuda && run_gtest cuda-tests "$CUDA_TESTS_BIN" "${CUDA_FILTER:-*}"
 
 if has pytest || has golden || has fuzz || has regress; then
   t=$SECONDS
@@ -122,7 +123,7 @@ fi
 
 if has pytest; then
   t=$SECONDS
-  (cd /tmp && timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest -q "$OLDPWD/tests/python" -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"}) >"$OUT/pytest.log" 2>&1
+  (cd /tmp && timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest -q -rs "$OLDPWD/tests/python" -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"}) >"$OUT/pytest.log" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] && grep -E "Error|error|assert|FAILED" "$OUT/pytest.log" | head -30
   note "pytest: rc=$rc $(tail -1 "$OUT/pytest.log") ($((SECONDS - t)) s)"
@@ -237,10 +238,15 @@ if has ncu; then
   i=0
   for cfg in "${cfgs[@]}"; do
     t=$SECONDS
+    nb=$BENCH_BIN
+    [[ -n ${NCU_BIN:-} ]] && nb=${BIN:-$BUILD/benchmarks}/$NCU_BIN
     ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-kda_}" --launch-skip 8 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-      --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
-      "$BENCH_BIN" $cfg >"$OUT/ncu-$i.txt" 2>&1
+      --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section SourceCounters \
+      -o "$OUT/ncu-$i" "$nb" $cfg >"$OUT/ncu-$i.log" 2>&1
+    ncu --import "$OUT/ncu-$i.ncu-rep" --print-details all >"$OUT/ncu-$i.txt" 2>&1
+    # per-instruction stall samples (SASS), for reading on the development machine
+    ncu --import "$OUT/ncu-$i.ncu-rep" --page source --csv --print-source sass >"$OUT/ncu-$i-sass.csv" 2>&1
     grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Stall|L2 Hit|Mem Busy|Max Bandwidth|Issued Warp|No Eligible" "$OUT/ncu-$i.txt" | head -30
     note "ncu [$cfg]: $OUT/ncu-$i.txt ($((SECONDS - t)) s)"
     i=$((i + 1))

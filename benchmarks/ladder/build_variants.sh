@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # benchmarks/ladder/build_variants.sh — kda_bench (or, with TARGET=kda_cuda_tests, the GPU
 # test) binaries that differ only in the planner's compile-time knobs (include/kda/heuristics.h:
-# KDA_STEP_CTAS_PER_SM, KDA_STEP_MAX_STAGES, KDA_STEP_ITEMS), for the rungs of the Split/Wide
-# ladder. Only src/plan.cpp reads the knobs: it is compiled again per variant and linked ahead
-# of the library built in BUILD (default build/gpu).
+# KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES), for the rungs of the Split/Wide ladder. Only
+# src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
+# library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
 #
 #   benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
-#   e.g. benchmarks/ladder/build_variants.sh .gpu/bin g1="" g2="-DKDA_STEP_ITEMS=2"
+#   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/gpu}
@@ -27,7 +27,7 @@ for spec in "$@"; do
   defs=${spec#*=}
   # shellcheck disable=SC2086
   c++ -DKDA_WITH_CUDA=1 -Iinclude -Isrc -isystem "$(dirname "$(command -v nvcc)")/../include" -O3 -DNDEBUG \
-    -ffp-contract=off -std=gnu++20 $defs -c src/plan.cpp -o "$out/plan_$name.o"
+    -ffp-contract=off -std=gnu++20 $defs -c src/plan/plan.cpp -o "$out/plan_$name.o"
   c++ -O3 "$obj" "$out/plan_$name.o" -o "$out/${TARGET}_$name" \
     -L"$cudalib" "$BUILD/libkda_core.a" "${extra[@]}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
   rm -f "$out/plan_$name.o"
