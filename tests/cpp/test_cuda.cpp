@@ -71,6 +71,7 @@ struct Config {
   bool output_norm = true;  // false: no norm weight, out-gate inputs NaN, run_views without out_gate
   Variant variant = Variant::kAuto;
   int W = 4;            // conv taps
+  int Qr = 0;           // records per row (0: max(q, 4))
   float eps = 1e-5f;    // RMSNorm epsilon
   float tiny = 0.f;     // > 0: post-conv q and k of about this size per element
   int device = 0;       // the GPU the weights and caches live on
@@ -98,7 +99,7 @@ struct World {
     window = W - 2 + c.q + 1;  // one spare column: columns >= w must stay untouched
     P = c.B * (c.q + 2) + 3;
     rows = c.B * c.q;
-    Qr = std::max(c.q, 4);
+    Qr = c.Qr > 0 ? c.Qr : std::max(c.q, 4);
     const int gate_cols = c.gate2 ? D : kRank;
     // padding columns with garbage; WS needs 16-byte aligned rows (else it falls back)
     pitch = 4 * D + gate_cols + c.H + 24;
@@ -722,6 +723,48 @@ TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
       EXPECT_EQ(kd.status().flags, 0u);
       EXPECT_EQ(ka.status().flags, 0u);
     }
+}
+
+/// Append with Qr = 16 on a grid of more than two CTAs per SM, so that the staged records
+/// decide the layout (heuristics::step_layout: CTAs per SM and stages), not the small-grid
+/// rule: 17 steps (a full row folded and written back on the way) then flush equal 17
+/// decode steps bitwise, per variant.
+TEST_F(CudaVsCpu, AppendQr16LargeGridEqualsDecode) {
+  for (Variant v : {Variant::kWide, Variant::kAuto}) {
+    SCOPED_TRACE(variant_name(v));
+    Config c;
+    c.variant = v;
+    c.mode = StepMode::kDecode;
+    c.H = 4;
+    c.B = 72;  // 288 items: more than two CTAs per SM, so the stages are not "every chunk"
+    c.Qr = 16;
+    c.pad = true;
+    World d(c, 4321), a(c, 4321);
+    a.c.mode = StepMode::kAppend;
+    for (int i = 0; i < a.P; ++i) a.pending.h<int>()[i] = 0;
+    a.pending.up();
+    PreparedKda kd(d.weights(true), d.policies(true), c.ds, 0), ka(a.weights(true), a.policies(true), c.ds, 0);
+    kd.prepare(d.caches(true));
+    ka.prepare(a.caches(true));
+    std::mt19937 in_rng(77);
+    std::normal_distribution<float> n01(0.f, 1.f);
+    for (int step = 0; step < 17; ++step) {
+      for (std::size_t i = 0; i < std::size_t(d.rows) * d.pitch; ++i) d.proj.h<uint16_t>()[i] = bf(n01(in_rng));
+      a.proj.host = d.proj.host;
+      d.proj.up();
+      a.proj.up();
+      kd.run(d.projected(true), d.outv(true), d.caches(true), d.args(true));
+      ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(d.out.down(), a.out.down()) << "outputs of step " << step;
+    }
+    ka.flush(a.caches(true), make_view(a.slots.dev, DType::kI32, {c.B}, {a.slots_cols}, Device::kCUDA), TensorView{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(d.state.down(), a.state.down()) << "state after flush";
+    EXPECT_EQ(d.conv.down(), a.conv.down()) << "windows";
+    EXPECT_EQ(kd.status().flags, 0u);
+    EXPECT_EQ(ka.status().flags, 0u);
+  }
 }
 
 /// run captured in a CUDA graph, replayed with new inputs copied into the same buffers.
