@@ -17,7 +17,8 @@
 #   sweep      the policy sweep (SWEEP_H, SWEEP_B, SWEEP_VH, SWEEP_VB, SWEEP_Q, SWEEP_VARIANTS)
 #              and benchmarks/policy_eval.py on it; a line per run with ETA at a terminal
 #              (SWEEP_PROGRESS=1 forces it, CI silences it)
-#   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/)
+#   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/; FLA_ARGS, e.g.
+#              "--mode per_token --q 4 --H 12,32,96 --B 1,8,64,256" for the verify chain)
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex;
