@@ -1,0 +1,374 @@
+// benchmarks/ladder/rows_prepared.cu — the row half of a step split in two kernels
+// (docs/PERFORMANCE.md, Next 1): how fast does one CTA per item stream its fp32 state through
+// the Split/Wide chunk pipeline (32-row chunks by bulk copy, two stages, four CTAs per SM, 64
+// registers) and run the delta rule and the gated RMSNorm, when the item's token vectors
+// arrive prepared by another kernel — k̂, q̂·scale, e = exp(g), v, β, k̂·q̂: 516 floats, one
+// bulk copy — instead of being computed by the item's own conv / gate prologue? Rungs (llm.c
+// dev/cuda style, each checked or timed in the same run):
+//
+//   move   the chunk pipeline only (state scaled by 0.999, no prepared vectors)
+//   rows   + the prepared vectors, one delta-rule token per row (item.cuh delta_rows, the
+//          step kernel's arithmetic) and the RMSNorm output; checked against a CPU
+//          reference on a sample of items
+//
+// Timing follows BENCHMARKS.md: one CUDA graph of N steps on disjoint slots (pool ≫ 5× L2),
+// 15 replays, median / N; the floor counts what the row kernel moves (state read + write,
+// the prepared vectors, the out-gate input, the output) and, beside it, the full decode
+// step's floor (kda_bench's bytes): the row kernel plus the prologue kernel have to beat
+// kda_bench's decode time at the same H and B for the split to pay.
+//
+// Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude \
+//          benchmarks/ladder/rows_prepared.cu -o rows_prepared
+// Run:   ./rows_prepared [H B]   (default 96 256); on the device machine, built here and carried:
+//        BIN=.gpu/bin STAGES=ladder LADDER="rows_prepared 96 256" scripts/gpu_run.sh
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cuda/ptx>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kda/cuda/item.cuh"
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace ptx = ::cuda::ptx;
+using kda::cuda::bulk_g2s;
+using kda::cuda::mbar_wait;
+
+constexpr int K = 128, kTile = K * K, kThreads = 256, kRPW = 4, kChunk = 32, kChunks = 4, kStages = 2;
+constexpr int kPrep = 4 * K + 4;             // k̂ | q̂·scale | e | v | β, k̂·q̂, pad
+constexpr int kPrepBytes = kPrep * 4;        // 2064, a multiple of 16
+constexpr int kStageBytes = kChunk * K * 4;  // 16 KiB
+constexpr int kStateOff = (kPrepBytes + 127) / 128 * 128;
+constexpr int kSmem = kStateOff + kStages * kStageBytes;
+constexpr float kEps = 1e-5f;
+
+struct Args {
+  float* state;          // [slots, H, V, K]
+  const int32_t* slots;  // [B] of this step
+  const float* prep;     // [B·H, kPrep] of this step
+  const uint16_t* og;    // [B, D] out-gate input (bf16)
+  const float* norm_w;   // [K]
+  uint16_t* out;         // [B, D] bf16
+  int H;
+};
+
+template <bool kMath>
+__global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant__ Args a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kStages], prep_bar;
+  __shared__ float s_o[K];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x, b = item / a.H, h = item % a.H;
+  float* s_prep = reinterpret_cast<float*>(smem);
+  unsigned char* s_state = smem + kStateOff;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(&prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  // programmatic dependent launch, as the step kernels: the previous step's tail overlaps
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  const int slot = a.slots[b];  // the request's one round trip before its copies
+  float* tile = a.state + (int64_t(slot) * a.H + h) * kTile;
+  if (tid == 0) {
+    if (kMath) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
+      bulk_g2s(s_prep, a.prep + int64_t(item) * kPrep, kPrepBytes, &prep_bar);
+    }
+    for (int c = 0; c < kStages; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
+      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
+    }
+  }
+  float4 k4{}, q4{}, e4{};
+  float beta = 0.f, kq = 0.f, og = 0.f, nw = 0.f;
+  if (kMath) {
+    if (tid < K) og = kda::sigmoidf_(kda::bf16_to_f32(a.og[int64_t(b) * a.H * K + h * K + tid])), nw = a.norm_w[tid];
+    mbar_wait(&prep_bar, 0);
+    k4 = *reinterpret_cast<const float4*>(s_prep + 0 * K + lane * 4);
+    q4 = *reinterpret_cast<const float4*>(s_prep + 1 * K + lane * 4);
+    e4 = *reinterpret_cast<const float4*>(s_prep + 2 * K + lane * 4);
+    beta = s_prep[4 * K];
+    kq = s_prep[4 * K + 1];
+  }
+  constexpr int G2 = 16 / kRPW;
+  const int urow = lane / G2;
+  const bool writer = lane % G2 == 0;
+#pragma unroll 1
+  for (int c = 0; c < kChunks; ++c) {
+    const int s = c % kStages;
+    mbar_wait(&full[s], uint32_t(c / kStages) & 1u);
+    const int crow = c * kChunk + warp * kRPW;
+    float4 S[kRPW];
+    const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
+    if (c + kStages < kChunks) {
+      // the step kernel's refill: loads performed, proxies fenced, then the stage is handed on
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
+      ptx::fence_proxy_async(ptx::space_shared);
+      __syncthreads();
+      if (tid == 0) {
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
+        bulk_g2s(s_state + s * kStageBytes, tile + (c + kStages) * kChunk * K, kStageBytes, &full[s]);
+      }
+    }
+    if (kMath) {
+      float u, o;
+      kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, kq, s_prep + 3 * K + crow, lane, u, o);
+      if (writer && lane >= 16) s_o[crow + urow - kRPW] = o;
+    } else {
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) S[i].x *= 0.999f, S[i].y *= 0.999f, S[i].z *= 0.999f, S[i].w *= 0.999f;
+    }
+    kda::cuda::store_tile<float, kRPW>(tile + crow * K + lane * 4, S);
+  }
+  if (kMath) {
+    __syncthreads();  // s_o complete
+    if (tid < K) {
+      float ss = 0.f;
+#pragma unroll
+      for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
+      ss = kda::cuda::warp_sum(ss);
+      const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
+      a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * nw * og);
+    }
+  }
+}
+
+// ---- CPU reference of `rows` for one item (fp32, the kernel's operation order per row) ----
+void ref_item(const float* S0, const float* p, const float og_in, const float* nw, float* S, float* out) {
+  const float *k = p, *q = p + K, *e = p + 2 * K, *v = p + 3 * K;
+  const float beta = p[4 * K], kq = p[4 * K + 1];
+  std::vector<float> o(K);
+  for (int r = 0; r < K; ++r) {
+    double a = 0, bq = 0;
+    for (int c = 0; c < K; ++c) {
+      const float x = S0[r * K + c] * e[c];
+      S[r * K + c] = x;
+      a += double(x) * k[c];
+      bq += double(x) * q[c];
+    }
+    const float u = beta * (v[r] - float(a));
+    for (int c = 0; c < K; ++c) S[r * K + c] = std::fmaf(u, k[c], S[r * K + c]);
+    o[r] = float(bq) + u * kq;
+  }
+  double ss = 0;
+  for (int r = 0; r < K; ++r) ss += double(o[r]) * o[r];
+  const float rn = float(1.0 / std::sqrt(ss / K + kEps));
+  for (int r = 0; r < K; ++r) out[r] = o[r] * rn * nw[r] * og_in;
+}
+
+float bf16f(uint16_t x) { return kda::bf16_to_f32(x); }
+
+int main(int argc, char** argv) {
+  // positional H B; a trailing "--csv FILE" (scripts/gpu_run.sh ladder stage) is skipped: the
+  // table goes to stdout, which the stage keeps as ladder_<name>_<i>.txt
+  std::vector<int> pos;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--csv") {
+      ++i;
+      continue;
+    }
+    pos.push_back(std::atoi(argv[i]));
+  }
+  const int H = pos.size() >= 2 ? pos[0] : 96, B = pos.size() >= 2 ? pos[1] : 256;
+  const int D = H * K, items = H * B;
+  const int N = std::max(4, std::min(64, int(std::ceil(400e6 / (double(B) * H * 65536)))));
+  const int P = B * N + 1;
+  std::printf("# rows_prepared: H = %d, B = %d, %d steps per graph, pool %d slots (%.1f GB)\n", H, B, N, P,
+              double(P) * H * kTile * 4 / 1e9);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n01(0.f, 1.f);
+  // device buffers
+  float* state;
+  CK(cudaMalloc(&state, size_t(P) * H * kTile * 4));
+  {
+    std::vector<float> h(size_t(H) * kTile);
+    for (auto& x : h) x = 0.05f * n01(rng);
+    for (int s = 0; s < P; ++s)
+      CK(cudaMemcpy(state + size_t(s) * H * kTile, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+  }
+  std::vector<int32_t> slots_h(size_t(N) * B);
+  {
+    std::vector<int32_t> perm(P - 1);
+    for (int i = 0; i < P - 1; ++i) perm[i] = i + 1;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (size_t i = 0; i < slots_h.size(); ++i) slots_h[i] = perm[i];
+  }
+  int32_t* slots;
+  CK(cudaMalloc(&slots, slots_h.size() * 4));
+  CK(cudaMemcpy(slots, slots_h.data(), slots_h.size() * 4, cudaMemcpyHostToDevice));
+  // prepared vectors as the prologue kernel would leave them: unit k̂, q̂·K^-1/2, e in (0, 1]
+  std::vector<float> prep_h(size_t(N) * items * kPrep, 0.f);
+  for (size_t it = 0; it < size_t(N) * items; ++it) {
+    float* p = prep_h.data() + it * kPrep;
+    double nk = 0, nq = 0;
+    for (int c = 0; c < K; ++c)
+      p[c] = n01(rng), p[K + c] = n01(rng), nk += double(p[c]) * p[c], nq += double(p[K + c]) * p[K + c];
+    double kq = 0;
+    for (int c = 0; c < K; ++c) {
+      p[c] = float(p[c] / std::sqrt(nk));
+      p[K + c] = float(p[K + c] / std::sqrt(nq) / std::sqrt(double(K)));
+      kq += double(p[c]) * p[K + c];
+      p[2 * K + c] = std::exp(-0.3f * std::fabs(n01(rng)));
+      p[3 * K + c] = n01(rng);
+    }
+    p[4 * K] = 1.f / (1.f + std::exp(-n01(rng)));
+    p[4 * K + 1] = float(kq);
+  }
+  float* prep;
+  CK(cudaMalloc(&prep, prep_h.size() * 4));
+  CK(cudaMemcpy(prep, prep_h.data(), prep_h.size() * 4, cudaMemcpyHostToDevice));
+  std::vector<uint16_t> og_h(size_t(N) * B * D);
+  for (auto& x : og_h) x = kda::f32_to_bf16(n01(rng));
+  uint16_t *og, *out;
+  CK(cudaMalloc(&og, og_h.size() * 2));
+  CK(cudaMemcpy(og, og_h.data(), og_h.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&out, size_t(N) * B * D * 2));
+  std::vector<float> nw_h(K);
+  for (auto& x : nw_h) x = 1.f + 0.2f * n01(rng);
+  float* nw;
+  CK(cudaMalloc(&nw, K * 4));
+  CK(cudaMemcpy(nw, nw_h.data(), K * 4, cudaMemcpyHostToDevice));
+  CK(cudaFuncSetAttribute(rows_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  CK(cudaFuncSetAttribute(rows_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  auto args = [&](int i) {
+    return Args{state,
+                slots + size_t(i) * B,
+                prep + size_t(i) * items * kPrep,
+                og + size_t(i) * B * D,
+                nw,
+                out + size_t(i) * B * D,
+                H};
+  };
+
+  // ---- check `rows` on a sample of step 0's items against the CPU reference --------------
+  {
+    const int sample = std::min(items, 64);
+    std::vector<float> before(size_t(sample) * kTile), after(size_t(sample) * kTile);
+    std::vector<int> picked(sample);
+    for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
+    auto tile_of = [&](int it) { return state + (int64_t(slots_h[it / H]) * H + it % H) * kTile; };
+    for (int j = 0; j < sample; ++j)
+      CK(cudaMemcpy(before.data() + size_t(j) * kTile, tile_of(picked[j]), kTile * 4, cudaMemcpyDeviceToHost));
+    rows_kernel<true><<<items, kThreads, kSmem>>>(args(0));
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> out_h(size_t(B) * D);
+    CK(cudaMemcpy(out_h.data(), out, out_h.size() * 2, cudaMemcpyDeviceToHost));
+    double worst_s = 0, worst_o = 0;
+    std::vector<float> S(kTile);
+    for (int j = 0; j < sample; ++j) {
+      const int it = picked[j], b = it / H, h = it % H;
+      CK(cudaMemcpy(after.data() + size_t(j) * kTile, tile_of(it), kTile * 4, cudaMemcpyDeviceToHost));
+      std::vector<float> outr(K);  // without the out gate; applied per row below, in the kernel's order
+      const float* p = prep_h.data() + size_t(it) * kPrep;
+      ref_item(before.data() + size_t(j) * kTile, p, 1.f, nw_h.data(), S.data(), outr.data());
+      for (int i = 0; i < kTile; ++i)
+        worst_s = std::max(worst_s, double(std::fabs(S[i] - after[size_t(j) * kTile + i])) / 0.05);
+      for (int r = 0; r < K; ++r) {
+        const float ogv = 1.f / (1.f + std::exp(-bf16f(og_h[size_t(b) * D + h * K + r])));
+        const float got = bf16f(out_h[size_t(b) * D + h * K + r]);
+        worst_o = std::max(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
+      }
+    }
+    std::printf("# check rows (%d items): state max |err| / 0.05 = %.2e, out max rel err = %.2e (bf16: < 1e-2) -> %s\n",
+                sample, worst_s, worst_o, worst_s < 1e-4 && worst_o < 1e-2 ? "PASS" : "FAIL");
+  }
+
+  // ---- the copy ceiling and the two rungs ---------------------------------------------
+  double ceiling;
+  {
+    const size_t n = size_t(1) << 30;
+    void *x, *y;
+    CK(cudaMalloc(&x, n));
+    CK(cudaMalloc(&y, n));
+    CK(cudaMemset(x, 1, n));
+    std::vector<float> ms;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int r = 0; r < 18; ++r) {
+      CK(cudaEventRecord(e0));
+      CK(cudaMemcpyAsync(y, x, n, cudaMemcpyDeviceToDevice));
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float t;
+      CK(cudaEventElapsedTime(&t, e0, e1));
+      if (r >= 3) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    ceiling = 2.0 * n / (ms[ms.size() / 2] * 1e-3);
+    CK(cudaFree(x));
+    CK(cudaFree(y));
+  }
+  const double row_bytes = double(items) * (2.0 * kTile * 4 + kPrepBytes + K * 2 + K * 2);
+  const double step_bytes = double(items) * (2.0 * kTile * 4 + 2 * 3 * K * 3 * 2 + 4 * K * 2 + 2 + K * 2) +
+                            double(B) * K * 2 + double(H) * (K * K * 2 + 3 * 4 * K * 4);
+  std::printf("# copy ceiling %.0f GB/s; decode step floor %.1f us (kda_bench's bytes)\n", ceiling / 1e9,
+              step_bytes / ceiling * 1e6);
+  std::printf("%-6s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int rung = 0; rung < 2; ++rung) {
+    const bool math = rung == 1;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < N; ++i) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(unsigned(items));
+      cfg.blockDim = dim3(kThreads);
+      cfg.dynamicSmemBytes = kSmem;
+      cfg.stream = st;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr.val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      const Args ai = args(i);
+      CK(math ? cudaLaunchKernelEx(&cfg, rows_kernel<true>, ai) : cudaLaunchKernelEx(&cfg, rows_kernel<false>, ai));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(ge, st));
+    std::vector<float> ms;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int r = 0; r < 15; ++r) {
+      CK(cudaEventRecord(e0, st));
+      CK(cudaGraphLaunch(ge, st));
+      CK(cudaEventRecord(e1, st));
+      CK(cudaEventSynchronize(e1));
+      float t;
+      CK(cudaEventElapsedTime(&t, e0, e1));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double us = ms[ms.size() / 2] * 1e3 / N;
+    const double bytes = math ? row_bytes : double(items) * 2.0 * kTile * 4;
+    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", math ? "rows" : "move", us, bytes / ceiling * 1e6,
+                us / (bytes / ceiling * 1e6), 100.0 * (bytes / (us * 1e-6)) / ceiling,
+                us / (step_bytes / ceiling * 1e6));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+  }
+  return 0;
+}
