@@ -682,6 +682,38 @@ TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
   }
 }
 
+/// n append steps then a flush against n decode steps from the same world (seed; inputs drawn
+/// from input_seed), bitwise: outputs and windows after every step, the state after the
+/// flush, no flags (SPEC §8). `c.mode` is set here.
+void expect_append_equals_decode(Config c, uint32_t seed, uint32_t input_seed, int n, const std::string& what) {
+  c.mode = StepMode::kDecode;
+  World d(c, seed), a(c, seed);
+  a.c.mode = StepMode::kAppend;
+  for (int i = 0; i < a.P; ++i) a.pending.h<int>()[i] = 0;
+  a.pending.up();
+  PreparedKda kd(d.weights(true), d.policies(true), c.ds, 0), ka(a.weights(true), a.policies(true), c.ds, 0);
+  kd.prepare(d.caches(true));
+  ka.prepare(a.caches(true));
+  std::mt19937 in_rng(input_seed);
+  std::normal_distribution<float> n01(0.f, 1.f);
+  for (int step = 0; step < n; ++step) {
+    for (std::size_t i = 0; i < std::size_t(d.rows) * d.pitch; ++i) d.proj.h<uint16_t>()[i] = bf(n01(in_rng));
+    a.proj.host = d.proj.host;
+    d.proj.up();
+    a.proj.up();
+    kd.run(d.projected(true), d.outv(true), d.caches(true), d.args(true));
+    ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(d.out.down(), a.out.down()) << what << ": outputs of step " << step;
+    ASSERT_EQ(d.conv.down(), a.conv.down()) << what << ": windows after step " << step;
+  }
+  ka.flush(a.caches(true), make_view(a.slots.dev, DType::kI32, {c.B}, {a.slots_cols}, Device::kCUDA), TensorView{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(d.state.down(), a.state.down()) << what << ": state after flush";
+  EXPECT_EQ(kd.status().flags, 0u) << what;
+  EXPECT_EQ(ka.status().flags, 0u) << what;
+}
+
 /// SPEC §8: n append steps then flush equal n decode steps bitwise (fp32 state: states,
 /// outputs, windows), per variant; the two worlds hold the same data (mode set after the draws).
 TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
@@ -690,38 +722,13 @@ TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
     for (int n : {1, 3, 4, 5, 14}) {
       Config c;
       c.variant = v;
-      c.mode = StepMode::kDecode;
       c.H = 3 + n % 2;
       c.B = 4 + n;
       c.lower_bound = n % 2;
       c.ds = n != 4;
       c.gate2 = n == 5;
-      World d(c, seed), a(c, seed);
+      expect_append_equals_decode(c, seed, (seed + 1) * 7, n, std::string(variant_name(v)) + " n " + std::to_string(n));
       ++seed;
-      a.c.mode = StepMode::kAppend;
-      for (int i = 0; i < a.P; ++i) a.pending.h<int>()[i] = 0;
-      a.pending.up();
-      PreparedKda kd(d.weights(true), d.policies(true), c.ds, 0), ka(a.weights(true), a.policies(true), c.ds, 0);
-      kd.prepare(d.caches(true));
-      ka.prepare(a.caches(true));
-      std::mt19937 in_rng(seed * 7);
-      std::normal_distribution<float> n01(0.f, 1.f);
-      for (int step = 0; step < n; ++step) {
-        for (std::size_t i = 0; i < std::size_t(d.rows) * d.pitch; ++i) d.proj.h<uint16_t>()[i] = bf(n01(in_rng));
-        a.proj.host = d.proj.host;
-        d.proj.up();
-        a.proj.up();
-        kd.run(d.projected(true), d.outv(true), d.caches(true), d.args(true));
-        ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        ASSERT_EQ(d.out.down(), a.out.down()) << variant_name(v) << " n " << n << ": outputs of step " << step;
-        ASSERT_EQ(d.conv.down(), a.conv.down()) << variant_name(v) << " n " << n << ": windows after step " << step;
-      }
-      ka.flush(a.caches(true), make_view(a.slots.dev, DType::kI32, {c.B}, {a.slots_cols}, Device::kCUDA), TensorView{});
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_EQ(d.state.down(), a.state.down()) << variant_name(v) << " n " << n << ": state after flush";
-      EXPECT_EQ(kd.status().flags, 0u);
-      EXPECT_EQ(ka.status().flags, 0u);
     }
 }
 
@@ -731,39 +738,12 @@ TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
 /// decode steps bitwise, per variant.
 TEST_F(CudaVsCpu, AppendQr16LargeGridEqualsDecode) {
   for (Variant v : {Variant::kWide, Variant::kAuto}) {
-    SCOPED_TRACE(variant_name(v));
     Config c;
     c.variant = v;
-    c.mode = StepMode::kDecode;
     c.H = 4;
     c.B = 72;  // 288 items: more than two CTAs per SM, so the stages are not "every chunk"
     c.Qr = 16;
-    c.pad = true;
-    World d(c, 4321), a(c, 4321);
-    a.c.mode = StepMode::kAppend;
-    for (int i = 0; i < a.P; ++i) a.pending.h<int>()[i] = 0;
-    a.pending.up();
-    PreparedKda kd(d.weights(true), d.policies(true), c.ds, 0), ka(a.weights(true), a.policies(true), c.ds, 0);
-    kd.prepare(d.caches(true));
-    ka.prepare(a.caches(true));
-    std::mt19937 in_rng(77);
-    std::normal_distribution<float> n01(0.f, 1.f);
-    for (int step = 0; step < 17; ++step) {
-      for (std::size_t i = 0; i < std::size_t(d.rows) * d.pitch; ++i) d.proj.h<uint16_t>()[i] = bf(n01(in_rng));
-      a.proj.host = d.proj.host;
-      d.proj.up();
-      a.proj.up();
-      kd.run(d.projected(true), d.outv(true), d.caches(true), d.args(true));
-      ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      ASSERT_EQ(d.out.down(), a.out.down()) << "outputs of step " << step;
-    }
-    ka.flush(a.caches(true), make_view(a.slots.dev, DType::kI32, {c.B}, {a.slots_cols}, Device::kCUDA), TensorView{});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(d.state.down(), a.state.down()) << "state after flush";
-    EXPECT_EQ(d.conv.down(), a.conv.down()) << "windows";
-    EXPECT_EQ(kd.status().flags, 0u);
-    EXPECT_EQ(ka.status().flags, 0u);
+    expect_append_equals_decode(c, 4321, 77, 17, variant_name(v));
   }
 }
 
