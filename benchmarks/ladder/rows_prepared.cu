@@ -1,15 +1,21 @@
-// benchmarks/ladder/rows_prepared.cu — the row half of a step split in two kernels
-// (docs/PERFORMANCE.md, Next 1): how fast does one CTA per item stream its fp32 state through
-// the Split/Wide chunk pipeline (32-row chunks by bulk copy, two stages, four CTAs per SM, 64
-// registers) and run the delta rule and the gated RMSNorm, when the item's token vectors
-// arrive prepared by another kernel — k̂, q̂·scale, e = exp(g), v, β, k̂·q̂: 516 floats, one
-// bulk copy — instead of being computed by the item's own conv / gate prologue? Rungs (llm.c
-// dev/cuda style, each checked or timed in the same run):
+// benchmarks/ladder/rows_prepared.cu — a decode step split in two kernels, a prologue kernel
+// and a row kernel (docs/PERFORMANCE.md, Next 1). The row half asks: how fast does one CTA per
+// item stream its fp32 state through the Split/Wide chunk pipeline (32-row chunks by bulk
+// copy, two stages, four CTAs per SM, 64 registers) and run the delta rule and the gated
+// RMSNorm, when the item's token vectors arrive prepared by another kernel — k̂, q̂·scale,
+// e = exp(g), v, β, k̂·q̂: 516 floats, one bulk copy — instead of being computed by the item's
+// own conv / gate prologue? The prologue half computes them. Rungs (llm.c dev/cuda style, each
+// checked or timed in the same run):
 //
 //   move   the chunk pipeline only (state scaled by 0.999, no prepared vectors)
 //   rows   + the prepared vectors, one delta-rule token per row (item.cuh delta_rows, the
 //          step kernel's arithmetic) and the RMSNorm output; checked against a CPU
 //          reference on a sample of items
+//   prep   the other half: one CTA per (head, 16 requests) reads F_B[h] once into shared
+//          memory for its 16 requests' gates (CUDA cores), runs the q/k/v conv from the
+//          windows (SD, bf16) and writes the new window columns, the l2 norms, β, and the
+//          prepared vectors; checked against a CPU reference on a sample of items
+//   split  prep then rows in each step of the graph: the split decode step
 //
 // Timing follows BENCHMARKS.md: one CUDA graph of N steps on disjoint slots (pool ≫ 5× L2),
 // 15 replays, median / N; the floor counts what the row kernel moves (state read + write,
@@ -54,6 +60,115 @@ constexpr int kStageBytes = kChunk * K * 4;  // 16 KiB
 constexpr int kStateOff = (kPrepBytes + 127) / 128 * 128;
 constexpr int kSmem = kStateOff + kStages * kStageBytes;
 constexpr float kEps = 1e-5f;
+
+constexpr int kRB = 16;  // requests per prologue CTA
+constexpr int kPrepSmem = (K * K * 2) + (kRB * K * 4) + (kRB * 3 * K * 4) + (kRB * K * 4);
+constexpr float kLowerBound = -5.0f;
+
+struct PrepArgs {
+  const uint16_t* qkv;   // [B, 3D] bf16 (q, k, v sections)
+  const uint16_t* f_a;   // [B, 128] bf16
+  const uint16_t* beta;  // [B, H] bf16
+  const int32_t* slots;  // [B]
+  uint16_t* conv;        // [slots, 3D, 3] bf16 (SD windows)
+  const float* conv_w;   // [3, 4, D] fp32 (the library's derived layout)
+  const uint16_t* f_b;   // [D, 128] bf16
+  const float* A_log;    // [H]
+  const float* dt_bias;  // [D]
+  float* prep;           // [B·H, kPrep]
+  int H, B;
+};
+
+/// The prologue of kRB requests of head h (blockIdx.x = h, blockIdx.y = request tile).
+__global__ void __launch_bounds__(kThreads) prep_kernel(const __grid_constant__ PrepArgs a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  uint16_t* s_fb = reinterpret_cast<uint16_t*>(smem);        // [128][128] bf16
+  float* s_fa = reinterpret_cast<float*>(smem + K * K * 2);  // [kRB][128]
+  float* s_y = s_fa + kRB * K;                               // [kRB][384] conv outputs
+  float* s_e = s_y + kRB * 3 * K;                            // [kRB][128] decays
+  __shared__ uint64_t fb_bar;
+  __shared__ float s_norm[kRB][3];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, h = blockIdx.x, b0 = blockIdx.y * kRB;
+  const int D = a.H * K, nb = min(kRB, a.B - b0);
+  if (tid == 0) {
+    ptx::mbarrier_init(&fb_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  if (tid == 0) {  // the head's F_B rows: a weight, before the PDL wait
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &fb_bar, K * K * 2);
+    bulk_g2s(s_fb, a.f_b + int64_t(h) * K * K, K * K * 2, &fb_bar);
+  }
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  for (int i = tid; i < kRB * K; i += kThreads)
+    s_fa[i] = i / K < nb ? kda::bf16_to_f32(a.f_a[int64_t(b0 + i / K) * K + i % K]) : 0.f;
+  // conv + SiLU of the 384 channels of head h for each request; new window columns written
+  for (int i = tid; i < kRB * 3 * K; i += kThreads) {
+    const int r = i / (3 * K), c = i % (3 * K), g = c / K, ch = g * D + h * K + c % K;
+    if (r >= nb) break;
+    const int b = b0 + r;
+    uint16_t* win = a.conv + (int64_t(a.slots[b]) * 3 * D + ch) * 3;
+    const float w0 = kda::bf16_to_f32(win[0]), w1 = kda::bf16_to_f32(win[1]), w2 = kda::bf16_to_f32(win[2]);
+    const uint16_t xb = a.qkv[int64_t(b) * 3 * D + ch];
+    const float x = kda::bf16_to_f32(xb);
+    float acc = 0.f;
+    acc = fmaf(a.conv_w[(g * 4 + 0) * D + h * K + c % K], w0, acc);
+    acc = fmaf(a.conv_w[(g * 4 + 1) * D + h * K + c % K], w1, acc);
+    acc = fmaf(a.conv_w[(g * 4 + 2) * D + h * K + c % K], w2, acc);
+    acc = fmaf(a.conv_w[(g * 4 + 3) * D + h * K + c % K], x, acc);
+    s_y[r * 3 * K + c] = kda::silu(acc);
+    win[0] = win[1], win[1] = win[2], win[2] = xb;
+  }
+  mbar_wait(&fb_bar, 0);
+  __syncthreads();  // s_fa, s_y, s_fb
+  // gates: two threads per gate row (a half of F_B's row each), the kRB requests in turn
+  {
+    const int gi = tid >> 1, half = tid & 1;
+    const float av = expf(a.A_log[h]), dtb = a.dt_bias[h * K + gi];
+    uint4 fb[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) fb[j] = reinterpret_cast<const uint4*>(s_fb + gi * K + half * 64)[j];
+    for (int r = 0; r < nb; ++r) {
+      float z = kda::cuda::gate_dot_f4<8>(fb, reinterpret_cast<const float4*>(s_fa + r * K + half * 64));
+      z += __shfl_xor_sync(0xffffffffu, z, 1);
+      if (half == 0) s_e[r * K + gi] = kda::decay_of(kda::activate_gate(z + dtb, av, true, kLowerBound));
+    }
+  }
+  // l2 norms and k·q per request: one warp per request
+  for (int r = warp; r < nb; r += kThreads / 32) {
+    float sq = 0.f, sk = 0.f, sqk = 0.f;
+    for (int c = lane; c < K; c += 32) {
+      const float yq = s_y[r * 3 * K + c], yk = s_y[r * 3 * K + K + c];
+      sq = fmaf(yq, yq, sq), sk = fmaf(yk, yk, sk), sqk = fmaf(yq, yk, sqk);
+    }
+    sq = kda::cuda::warp_sum(sq), sk = kda::cuda::warp_sum(sk), sqk = kda::cuda::warp_sum(sqk);
+    if (lane == 0)
+      s_norm[r][0] = 1.0f / sqrtf(sq + kda::kL2Eps), s_norm[r][1] = 1.0f / sqrtf(sk + kda::kL2Eps), s_norm[r][2] = sqk;
+  }
+  __syncthreads();
+  // the prepared vectors: k̂ | q̂·scale | e | v | β, k̂·q̂·scale
+  for (int i = tid; i < nb * kPrep; i += kThreads) {
+    const int r = i / kPrep, j = i % kPrep, b = b0 + r;
+    const float iq = s_norm[r][0], ik = s_norm[r][1];
+    float v;
+    if (j < K)
+      v = s_y[r * 3 * K + K + j] * ik;
+    else if (j < 2 * K)
+      v = s_y[r * 3 * K + (j - K)] * iq * kda::kQScale;
+    else if (j < 3 * K)
+      v = s_e[r * K + (j - 2 * K)];
+    else if (j < 4 * K)
+      v = s_y[r * 3 * K + 2 * K + (j - 3 * K)];
+    else if (j == 4 * K)
+      v = kda::sigmoidf_(kda::bf16_to_f32(a.beta[int64_t(b) * a.H + h]));
+    else if (j == 4 * K + 1)
+      v = s_norm[r][2] * ik * iq * kda::kQScale;
+    else
+      v = 0.f;
+    a.prep[(int64_t(b) * a.H + h) * kPrep + j] = v;
+  }
+}
 
 struct Args {
   float* state;          // [slots, H, V, K]
@@ -292,7 +407,98 @@ int main(int argc, char** argv) {
                 sample, worst_s, worst_o, worst_s < 1e-4 && worst_o < 1e-2 ? "PASS" : "FAIL");
   }
 
-  // ---- the copy ceiling and the two rungs ---------------------------------------------
+  // ---- the prologue's inputs and weights; check `prep` on a sample of step 0's items -----
+  std::vector<uint16_t> qkv_h(size_t(N) * B * 3 * D), fa_h(size_t(N) * B * K), beta_h(size_t(N) * B * H);
+  for (auto& x : qkv_h) x = kda::f32_to_bf16(n01(rng));
+  for (auto& x : fa_h) x = kda::f32_to_bf16(n01(rng));
+  for (auto& x : beta_h) x = kda::f32_to_bf16(n01(rng));
+  std::vector<uint16_t> conv_h(size_t(P) * 3 * D * 3), fb_h(size_t(D) * K);
+  for (auto& x : conv_h) x = kda::f32_to_bf16(n01(rng));
+  for (auto& x : fb_h) x = kda::f32_to_bf16(0.08f * n01(rng));
+  std::vector<float> cw_h(size_t(3) * 4 * D), alog_h(H), dtb_h(D);
+  for (auto& x : cw_h) x = 0.4f * n01(rng);
+  for (auto& x : alog_h) x = 0.5f * n01(rng);
+  for (auto& x : dtb_h) x = 0.5f * n01(rng);
+  auto put = [](const auto& v) {
+    void* d;
+    CK(cudaMalloc(&d, v.size() * sizeof(v[0])));
+    CK(cudaMemcpy(d, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto* qkv = static_cast<uint16_t*>(put(qkv_h));
+  auto* fa = static_cast<uint16_t*>(put(fa_h));
+  auto* beta_d = static_cast<uint16_t*>(put(beta_h));
+  auto* conv = static_cast<uint16_t*>(put(conv_h));
+  auto* fb = static_cast<uint16_t*>(put(fb_h));
+  auto* cw = static_cast<float*>(put(cw_h));
+  auto* alog = static_cast<float*>(put(alog_h));
+  auto* dtb = static_cast<float*>(put(dtb_h));
+  CK(cudaFuncSetAttribute(prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPrepSmem));
+  auto prep_args = [&](int i) {
+    return PrepArgs{qkv + size_t(i) * B * 3 * D,
+                    fa + size_t(i) * B * K,
+                    beta_d + size_t(i) * B * H,
+                    slots + size_t(i) * B,
+                    conv,
+                    cw,
+                    fb,
+                    alog,
+                    dtb,
+                    prep + size_t(i) * items * kPrep,
+                    H,
+                    B};
+  };
+  const dim3 prep_grid(unsigned(H), unsigned((B + kRB - 1) / kRB));
+  {
+    prep_kernel<<<prep_grid, kThreads, kPrepSmem>>>(prep_args(0));
+    CK(cudaDeviceSynchronize());
+    std::vector<float> got(size_t(items) * kPrep);
+    CK(cudaMemcpy(got.data(), prep, got.size() * 4, cudaMemcpyDeviceToHost));
+    std::vector<uint16_t> conv_after(conv_h.size());
+    CK(cudaMemcpy(conv_after.data(), conv, conv_after.size() * 2, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    long bad_win = 0;
+    const int sample = std::min(items, 64);
+    for (int j = 0; j < sample; ++j) {
+      const int it = int((int64_t(j) * 7919) % items), b = it / H, h = it % H, sl = slots_h[b];
+      std::vector<float> y(3 * K);
+      for (int c = 0; c < 3 * K; ++c) {
+        const int g = c / K, ch = g * D + h * K + c % K;
+        const uint16_t* w = conv_h.data() + (size_t(sl) * 3 * D + ch) * 3;
+        const uint16_t xb = qkv_h[size_t(b) * 3 * D + ch];
+        float acc = 0.f;
+        for (int t = 0; t < 3; ++t) acc = std::fmaf(cw_h[size_t(g * 4 + t) * D + h * K + c % K], bf16f(w[t]), acc);
+        acc = std::fmaf(cw_h[size_t(g * 4 + 3) * D + h * K + c % K], bf16f(xb), acc);
+        y[c] = acc / (1.f + std::exp(-acc));
+        const uint16_t* wa = conv_after.data() + (size_t(sl) * 3 * D + ch) * 3;
+        bad_win += wa[0] != w[1] || wa[1] != w[2] || wa[2] != xb;
+      }
+      double sq = 0, sk = 0, sqk = 0;
+      for (int c = 0; c < K; ++c)
+        sq += double(y[c]) * y[c], sk += double(y[K + c]) * y[K + c], sqk += double(y[c]) * y[K + c];
+      const double iq = 1 / std::sqrt(sq + kda::kL2Eps), ik = 1 / std::sqrt(sk + kda::kL2Eps);
+      std::vector<double> want(kPrep, 0.0);
+      for (int c = 0; c < K; ++c) {
+        want[c] = y[K + c] * ik;
+        want[K + c] = y[c] * iq * kda::kQScale;
+        double z = 0;
+        for (int r = 0; r < K; ++r)
+          z += double(bf16f(fb_h[size_t(h * K + c) * K + r])) * bf16f(fa_h[size_t(b) * K + r]);
+        const double av = std::exp(double(alog_h[h]));
+        const double gz = kLowerBound / (1 + std::exp(-av * (z + dtb_h[h * K + c])));
+        want[2 * K + c] = std::exp(gz);
+        want[3 * K + c] = y[2 * K + c];
+      }
+      want[4 * K] = 1 / (1 + std::exp(-double(bf16f(beta_h[size_t(b) * H + h]))));
+      want[4 * K + 1] = sqk * ik * iq * kda::kQScale;
+      for (int i = 0; i < 4 * K + 2; ++i)
+        worst = std::max(worst, std::fabs(want[i] - got[size_t(it) * kPrep + i]) / (std::fabs(want[i]) + 1e-3));
+    }
+    std::printf("# check prep (%d items): max rel err %.2e, window columns wrong %ld -> %s\n", sample, worst, bad_win,
+                worst < 1e-3 && bad_win == 0 ? "PASS" : "FAIL");
+  }
+
+  // ---- the copy ceiling and the rungs ---------------------------------------------------
   double ceiling;
   {
     const size_t n = size_t(1) << 30;
@@ -326,8 +532,13 @@ int main(int argc, char** argv) {
   std::printf("%-6s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  for (int rung = 0; rung < 2; ++rung) {
-    const bool math = rung == 1;
+  const char* names[] = {"move", "rows", "prep", "split"};
+  // the prologue's bytes: windows read + written, its rows (q, k, v, beta, f_a), the prepared
+  // vectors written, F_B once per CTA
+  const double prep_bytes = double(items) * (2.0 * 3 * K * 3 * 2 + 3 * K * 2 + 2 + kPrepBytes) + double(B) * K * 2 +
+                            double(H) * ((B + kRB - 1) / kRB) * K * K * 2;
+  for (int rung = 0; rung < 4; ++rung) {
+    const bool math = rung == 1 || rung == 3, with_prep = rung >= 2, with_rows = rung != 2;
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
@@ -342,8 +553,15 @@ int main(int argc, char** argv) {
       attr.val.programmaticStreamSerializationAllowed = 1;
       cfg.attrs = &attr;
       cfg.numAttrs = 1;
+      if (with_prep) {
+        cudaLaunchConfig_t pc = cfg;
+        pc.gridDim = prep_grid;
+        pc.dynamicSmemBytes = kPrepSmem;
+        CK(cudaLaunchKernelEx(&pc, prep_kernel, prep_args(i)));
+      }
       const Args ai = args(i);
-      CK(math ? cudaLaunchKernelEx(&cfg, rows_kernel<true>, ai) : cudaLaunchKernelEx(&cfg, rows_kernel<false>, ai));
+      if (with_rows)
+        CK(math ? cudaLaunchKernelEx(&cfg, rows_kernel<true>, ai) : cudaLaunchKernelEx(&cfg, rows_kernel<false>, ai));
     }
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
@@ -363,8 +581,11 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     const double us = ms[ms.size() / 2] * 1e3 / N;
-    const double bytes = math ? row_bytes : double(items) * 2.0 * kTile * 4;
-    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", math ? "rows" : "move", us, bytes / ceiling * 1e6,
+    const double bytes = rung == 0   ? double(items) * 2.0 * kTile * 4
+                         : rung == 1 ? row_bytes
+                         : rung == 2 ? prep_bytes
+                                     : row_bytes + prep_bytes;
+    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", names[rung], us, bytes / ceiling * 1e6,
                 us / (bytes / ceiling * 1e6), 100.0 * (bytes / (us * 1e-6)) / ceiling,
                 us / (step_bytes / ceiling * 1e6));
     CK(cudaGraphExecDestroy(ge));
