@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Tuple
 
 from ._core import HEAD_DIM
 
 if TYPE_CHECKING:
     import torch
+
+    from ._core import Status
+    from .prepared import PreparedKda
 
 
 class Support(NamedTuple):
@@ -184,3 +187,43 @@ class AdapterLayer:
         D = self.kda.heads * HEAD_DIM
         sources = (self.conv_weight, self.bias, self.A_log, self.dt_bias, self.norm_weight)
         self.kda.process_weights_after_loading(**core_weights(self.conv_weight_of, *sources, D))
+
+
+class AdapterLayers:
+    """The prepared layers of an engine adapter (one per distinct layer key, in the order of
+    their first call) and what an engine asks of all of them.
+
+    Args:
+        null_slot: pad slot id besides negatives (-1 = none).
+        variant: forced variant for every step ('auto' lets the planner choose).
+    """
+
+    def __init__(self, *, null_slot: int = 0, variant: str = "auto"):
+        self.null_slot = int(null_slot)
+        self.variant = variant
+        self._layers: Dict[Tuple[Any, ...], AdapterLayer] = {}
+
+    @property
+    def prepared(self) -> List[PreparedKda]:
+        """The prepared layers, in the order of their first call."""
+        return [layer.kda for layer in self._layers.values()]
+
+    def process_weights_after_loading(self) -> None:
+        """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
+        first called with (reloaded in place). Call eagerly, once after a weight reload;
+        captured CUDA graphs then replay with the new weights.
+
+        Raises:
+            ValueError / TypeError: a source tensor changed shape or dtype.
+        """
+        for layer in self._layers.values():
+            layer.reload()
+
+    def status(self) -> List[Status]:
+        """Per prepared layer (first-call order): caller errors found in the data since the
+        last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
+        return [layer.kda.status() for layer in self._layers.values()]
+
+    def clear(self) -> None:
+        """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
+        self._layers.clear()

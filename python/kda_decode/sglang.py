@@ -73,7 +73,7 @@ inside a capture that memory belongs to the graph's pool, so the graph stays val
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -82,6 +82,7 @@ import kda_decode as _kd
 from ._support import (
     NO_NORM_MISSING,
     AdapterLayer,
+    AdapterLayers,
     Support,
     core_weights,
     cuda_device_support,
@@ -156,7 +157,7 @@ def _conv_pool(conv_states: torch.Tensor, D: int, W: int) -> Tuple[bool, torch.T
     return dim_first, pool
 
 
-class KdaDecodeBackend:
+class KdaDecodeBackend(AdapterLayers):
     """SGLang's KDA decode backend call (``forward_decode``) on kda-decode.
 
     Keeps one :class:`~kda_decode.PreparedKda` per layer. See the module docstring for the
@@ -166,11 +167,6 @@ class KdaDecodeBackend:
         null_slot: pad slot id besides negatives (SGLang's reserved slot 0; -1 = none).
         variant: forced variant for every step ('auto' lets the planner choose).
     """
-
-    def __init__(self, *, null_slot: int = 0, variant: str = "auto"):
-        self.null_slot = int(null_slot)
-        self.variant = variant
-        self._layers: Dict[Tuple[Any, ...], AdapterLayer] = {}
 
     # ---- the call ----------------------------------------------------------------------
     def forward_decode(
@@ -373,31 +369,6 @@ class KdaDecodeBackend:
         lay = AdapterLayer(kda, _conv_weight_of, cw, bias, A_log, dt_bias, norm_weight)
         self._layers[key] = lay
         return lay
-
-    @property
-    def prepared(self) -> List[_kd.PreparedKda]:
-        """The prepared layers, in the order of their first call."""
-        return [lay.kda for lay in self._layers.values()]
-
-    def process_weights_after_loading(self) -> None:
-        """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
-        first called with (reloaded in place). Call eagerly, once after a weight reload;
-        captured CUDA graphs then replay with the new weights.
-
-        Raises:
-            ValueError / TypeError: a source tensor changed shape or dtype.
-        """
-        for lay in self._layers.values():
-            lay.reload()
-
-    def status(self) -> List[_kd.Status]:
-        """Per prepared layer (first-call order): caller errors found in the data since the
-        last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
-        return [lay.kda.status() for lay in self._layers.values()]
-
-    def clear(self) -> None:
-        """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
-        self._layers.clear()
 
 
 #: The default backend instance.

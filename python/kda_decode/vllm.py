@@ -84,6 +84,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ._core import HEAD_DIM, Policy, Status
+from ._support import AdapterLayers
 from .arguments import Caches
 from .helpers import cuda_built
 from .prepared import PreparedKda
@@ -200,7 +201,7 @@ def _conv_weight_of(weight: torch.Tensor, D: int) -> torch.Tensor:
     )
 
 
-class FusedKdaDecode:
+class FusedKdaDecode(AdapterLayers):
     """Callable with the argument order and semantics of vLLM's ``ops.fused_kda_decode``.
 
     Keeps one :class:`~kda_decode.PreparedKda` per layer (see the module docstring for the
@@ -210,11 +211,6 @@ class FusedKdaDecode:
         null_slot: pad slot id besides negatives (vLLM's NULL_BLOCK_ID = 0; -1 = none).
         variant: forced variant for every step ('auto' lets the planner choose).
     """
-
-    def __init__(self, *, null_slot: int = 0, variant: str = "auto"):
-        self.null_slot = int(null_slot)
-        self.variant = variant
-        self._layers: Dict[Tuple[Any, ...], AdapterLayer] = {}
 
     # ---- the call ----------------------------------------------------------------------
     def __call__(
@@ -395,31 +391,6 @@ class FusedKdaDecode:
         layer = AdapterLayer(kda, _conv_weight_of, weight, bias, A_log, dt_bias, norm_weight)
         self._layers[key] = layer
         return layer
-
-    @property
-    def prepared(self) -> List[PreparedKda]:
-        """The prepared layers, in the order of their first call."""
-        return [layer.kda for layer in self._layers.values()]
-
-    def process_weights_after_loading(self) -> None:
-        """Recomputes every prepared layer's derived conv/norm copies from the tensors it was
-        first called with (reloaded in place). Call eagerly, once after a weight reload;
-        captured CUDA graphs then replay with the new weights.
-
-        Raises:
-            ValueError / TypeError: a source tensor changed shape or dtype.
-        """
-        for layer in self._layers.values():
-            layer.reload()
-
-    def status(self) -> List[Status]:
-        """Per prepared layer (first-call order): caller errors found in the data since the
-        last call (see :meth:`PreparedKda.status`; synchronises the stream on CUDA)."""
-        return [layer.kda.status() for layer in self._layers.values()]
-
-    def clear(self) -> None:
-        """Forgets every prepared layer (the next call of each prepares it again, eagerly)."""
-        self._layers.clear()
 
 
 #: The default adapter instance: ``fused_kda_decode(x, weight, bias, conv_state, ...)``.
