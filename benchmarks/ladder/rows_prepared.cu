@@ -374,6 +374,7 @@ int main(int argc, char** argv) {
                 H};
   };
 
+  int failed = 0;  // checks that failed: the exit status, after the timings
   // ---- check `rows` on a sample of step 0's items against the CPU reference --------------
   {
     const int sample = std::min(items, 64);
@@ -405,6 +406,7 @@ int main(int argc, char** argv) {
     }
     std::printf("# check rows (%d items): state max |err| / 0.05 = %.2e, out max rel err = %.2e (bf16: < 1e-2) -> %s\n",
                 sample, worst_s, worst_o, worst_s < 1e-4 && worst_o < 1e-2 ? "PASS" : "FAIL");
+    failed += !(worst_s < 1e-4 && worst_o < 1e-2);
   }
 
   // ---- the prologue's inputs and weights; check `prep` on a sample of step 0's items -----
@@ -496,6 +498,7 @@ int main(int argc, char** argv) {
     }
     std::printf("# check prep (%d items): max rel err %.2e, window columns wrong %ld -> %s\n", sample, worst, bad_win,
                 worst < 1e-3 && bad_win == 0 ? "PASS" : "FAIL");
+    failed += !(worst < 1e-3 && bad_win == 0);
   }
 
   // ---- the copy ceiling and the rungs ---------------------------------------------------
@@ -591,5 +594,6 @@ int main(int argc, char** argv) {
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
   }
-  return 0;
+  if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);
+  return failed ? 1 : 0;
 }
