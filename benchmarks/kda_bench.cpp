@@ -9,8 +9,11 @@
 //
 // Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|append|per_token|record|fused]
 //                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
-//                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16] [--gate 0|2]
+//                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16] [--gate 0|1|2|auto]
 //                  [--layout ds|sd] [--peer FILE] [--csv FILE]
+//   --gate      the policy's gate mode (SPEC §5; default 0): 0 per item, 1 shared (the gate
+//               kernel's GEMM, then the step), auto the planner's choice; the CSV's gate column
+//               is the request, gate_plan what the plan runs
 //   --gate 2    gate mode 2 (the raw gate F_B·f_a precomputed, D wide; no F_B read), the
 //               inputs of vLLM's fused K3 kernel; floors per BENCHMARKS.md
 //   --peer FILE a CSV with columns H,B,us (e.g. docs/data/vllm_k3_decode_h200.csv): its
@@ -139,6 +142,7 @@ struct Result {
   double us, floor_us, gbs;
   const char* variant;
   int split;
+  int gate_plan = 0;  // the gate mode the plan runs
 };
 
 /// Bytes a step must move once (BENCHMARKS.md §2).
@@ -164,8 +168,9 @@ double floor_bytes(StepMode mode, int H, int B, int q, int pending, bool bf16_st
   return items * (state + conv + rows) + B * per_req + weights;
 }
 
-Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_state, bool gate2, bool sd,
+Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_state, int gate, bool sd,
                  double ceiling, int qr = 8) {
+  const bool gate2 = gate == 2;
   const int D = H * K;
   const int N = std::max(4, std::min(64, int(std::ceil(400e6 / (double(B) * H * 65536)))));
   // append: N groups of B slots, each through a whole cycle of Qr steps; the steps of a cycle
@@ -258,7 +263,7 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
 
   Policy pol;
   pol.variant = variant;
-  if (gate2) pol.gate_mode = GateMode::kPrecomputed;
+  pol.gate_mode = gate < 0 ? GateMode::kAuto : GateMode(gate);
   PreparedKda kda(w, {{StepKey{mode, B, q}, pol}}, /*conv_dim_first=*/!sd, 0);
   kda.prepare(caches);
   const Plan& plan = kda.plan_for(StepKey{mode, B, q}, caches);
@@ -309,7 +314,8 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   if (!st.ok()) std::fprintf(stderr, "warning: status %s\n", st.describe().c_str());
   const double us = median(ms) * 1e3 / steps;
   const double bytes = floor_bytes(mode, H, B, q, pending_n, bf16_state, gate2, Qr);
-  Result r{us, bytes / ceiling * 1e6, bytes / (us * 1e-6) / 1e9, variant_name(plan.variant), plan.split};
+  Result r{us,         bytes / ceiling * 1e6, bytes / (us * 1e-6) / 1e9, variant_name(plan.variant),
+           plan.split, int(plan.gate_mode)};
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
@@ -342,7 +348,7 @@ int main(int argc, char** argv) {
     else if (k == "--csv")
       csv = v;
     else if (k == "--gate")
-      gate = std::stoi(v);
+      gate = v == "auto" || v == "a" ? -1 : std::stoi(v);
     else if (k == "--layout")
       layout_s = v;
     else if (k == "--peer")
@@ -364,8 +370,8 @@ int main(int argc, char** argv) {
     std::string tok;
     while (std::getline(ss, tok, ',')) variants.push_back(tok);
   }
-  if (gate != 0 && gate != 2) {
-    std::fprintf(stderr, "--gate: expected 0 or 2, got %d\n", gate);
+  if (gate < -1 || gate > 2) {
+    std::fprintf(stderr, "--gate: expected 0, 1, 2 or auto, got %d\n", gate);
     return 2;
   }
   // the peer's decode figures, keyed by (H, B)
@@ -399,7 +405,7 @@ int main(int argc, char** argv) {
   if (f)
     std::fprintf(f,
                  "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,"
-                 "vs_peer\n");
+                 "vs_peer,gate_plan\n");
   std::printf("%-9s %2s %3s %4s %-5s %1s %-2s %-12s %9s %9s %6s %7s %6s %9s %6s\n", "mode", "q", "H", "B", "state", "g",
               "ly", "variant", "us", "floor_us", "x", "GB/s", "%ceil", "peer_us", "ours/p");
   for (const auto& ms : modes) {
@@ -414,7 +420,7 @@ int main(int argc, char** argv) {
             if (m == StepMode::kDecode && q != 1) continue;
             Result r;
             try {
-              r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", gate == 2, layout_s == "sd", ceiling,
+              r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", gate, layout_s == "sd", ceiling,
                             qr > 0 ? qr : 8);
             } catch (const std::exception& e) {
               std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state_s.c_str(), vs.c_str(),
@@ -422,21 +428,22 @@ int main(int argc, char** argv) {
               continue;
             }
             char vname[32];
-            std::snprintf(vname, sizeof vname, "%s/%d", r.variant, r.split);
+            std::snprintf(vname, sizeof vname, "%s/%d%s", r.variant, r.split, r.gate_plan == 1 ? "+g1" : "");
+            const std::string greq = gate < 0 ? "auto" : std::to_string(gate);
             char mname[24];
             std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", ms.c_str(), qr);
             // the peer's decode figure beside decode and append points
             const double pu = m == StepMode::kDecode || m == StepMode::kAppend ? peer_us(H, B) : 0.0;
-            std::printf("%-9s %2d %3d %4d %-5s %1d %-2s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%", mname, q, H, B,
-                        state_s.c_str(), gate, layout_s.c_str(), vname, r.us, r.floor_us, r.us / r.floor_us, r.gbs,
-                        100.0 * r.gbs * 1e9 / ceiling);
+            std::printf("%-9s %2d %3d %4d %-5s %1s %-2s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%", mname, q, H, B,
+                        state_s.c_str(), gate < 0 ? "a" : greq.c_str(), layout_s.c_str(), vname, r.us, r.floor_us,
+                        r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
             if (pu > 0) std::printf(" %9.2f %6.3f", pu, r.us / pu);
             std::printf("\n");
             if (f)
-              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%d,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f\n", ms.c_str(), q, H,
-                           B, vs.c_str(), r.variant, r.split, state_s.c_str(), gate, layout_s.c_str(), qr, r.us,
-                           r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu,
-                           pu > 0 ? r.us / pu : 0.0);
+              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%s,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f,%d\n", ms.c_str(), q,
+                           H, B, vs.c_str(), r.variant, r.split, state_s.c_str(), greq.c_str(), layout_s.c_str(), qr,
+                           r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu,
+                           pu > 0 ? r.us / pu : 0.0, r.gate_plan);
             std::fflush(stdout);
           }
   }

@@ -70,7 +70,7 @@ struct StepLayout {
 };
 /// The layout of a Split/Wide CTA of a grid of `ctas` CTAs on `sms` SMs: the preferred CTAs
 /// per SM first, then fewer, each with as many stages as fit (at least two while the CTA has
-/// several chunks).
+/// several chunks and q ≥ 2).
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
                               int64_t ctas = 0, int sms = 0) {
   const int chunks = cuda_config::chunks_per_cta(split);
@@ -82,10 +82,16 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
     const int cap = int(kStepStageBytes / stage) < 1 ? 1 : int(kStepStageBytes / stage);
     if (top > cap) top = cap;
   }
+  // q = 1 rows hold one token per row, so one stage behind a full CTA complement keeps the
+  // copy engine busy; an append step's staged records (up to 16 × 1.5 KiB per CTA) would
+  // otherwise push the layout to three CTAs per SM: append Qr = 16 at H = 96, B = 256 runs
+  // 976.7 µs with one stage and four CTAs against 1080.5 with two stages and three
+  // (docs/data/ladder_s12/run8). q ≥ 2 rows keep at least two stages.
+  const int min_stages = q == 1 ? 1 : 2;
   const int order[] = {small ? 2 : kStepCtasPerSm, kStepCtasPerSm, 4, 3, 2, 1};
   for (int cps : order) {
     for (int st = top; st >= 1; --st) {
-      if (st < 2 && chunks > 1 && cps > 1) break;
+      if (st < min_stages && chunks > 1 && cps > 1) break;
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
       const int64_t bytes = L.bytes();
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
@@ -109,6 +115,41 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
     case StepMode::kPerToken: return q == 1 ? pick(kPerTokenQ1Rules) : pick(kPerTokenRules);
     default: return q == 1 ? pick(kVerifyQ1Rules) : q == 4 ? pick(kVerifyQ4Rules) : pick(kVerifyRules);
   }
+}
+
+/// Gate mode `auto` on CUDA (a layer with F_B whose PreparedKda holds the workspace): mode 1
+/// (the gate kernel's one GEMM on tensor cores, then the step on Split / Wide) where it was
+/// measured faster than mode 0 with the auto variant, else mode 0 (docs/data/ladder_s13/run3
+/// and run4, H = 96 unless said). The second kernel costs a fixed 3–8 µs (its launch and the
+/// grid boundary), so mode 1 pays only on larger grids:
+///   decode from 6144 items (0.965× at B = 256, 0.969× at B = 128, 0.988× at B = 64; H = 48:
+///     0.987× at 6144 items, 1.018× at 3072);
+///   append from 768 items (Qr = 8: 0.83× at 6144 items, 0.87× at 1536, 0.98× at 768 with
+///     H = 12, 1.03× at 384);
+///   record and fused with q ≥ 2 from 3072 items × tokens (0.77–0.93×; 0.96–0.98× at 1536;
+///     WS with mode 0 stays 5% faster for fused q = 8 at B = 64; never one request: 1.7–1.8×
+///     at q = 4, B = 1), with q = 1 from 6144 items (0.92–0.96×);
+///   per_token only at q = 16 (0.90–0.94×; WS with mode 0 wins q = 2…8 by 5–13%);
+///   bf16 state: decode stays on mode 0 (1.018× at H = 96, B = 256), append takes mode 1
+///     (0.83×; docs/data/ladder_s13/run5).
+inline constexpr int64_t kSharedGateMinItems[] = {
+    /*decode*/ 6144, /*per_token (q = 16)*/ 3072, /*record*/ 3072, /*fused*/ 3072, /*append*/ 768};
+inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
+inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
+  const int64_t min = kSharedGateMinItems[int(mode)];
+  switch (mode) {
+    case StepMode::kDecode: return !state_bf16 && items >= min;
+    case StepMode::kAppend: return items >= min;
+    case StepMode::kPerToken: return q == kMaxQ && items * q >= min;
+    default: return q == 1 ? items >= kSharedGateMinItemsQ1Verify : items * q >= min;
+  }
+}
+
+/// The variant of a gate mode 1 step under `auto`: the pick of auto_variant, with Wide
+/// where that is WS (WS reads its gate through its ring in bf16).
+inline Variant auto_variant_shared_gate(int64_t items, StepMode mode, int q) {
+  const Variant v = auto_variant(items, mode, q);
+  return v == Variant::kWS ? Variant::kWide : v;
 }
 
 }  // namespace kda::heuristics

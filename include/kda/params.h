@@ -31,6 +31,10 @@ struct StepParams {
   int64_t out_gate_row = 0;
   const uint16_t* gate_in = nullptr;  ///< [rows, R] (modes 0, 1) or [rows, D] (mode 2)
   int64_t gate_in_row = 0;
+  /// Gate mode 1 on CUDA: the raw gate F_B·f_a of every row [rows padded, D] fp32, written by
+  /// the gate kernel (gate_kernel.cuh) into the PreparedKda's workspace, read by the step kernel.
+  float* gate_ws = nullptr;
+  int64_t gate_ws_row = 0;
   const uint16_t* beta = nullptr;  ///< [rows, H]
   int64_t beta_row = 0;
   uint16_t* out = nullptr;  ///< [rows, D]

@@ -35,6 +35,9 @@ struct LayerShape {
   int window = 0;          ///< conv window columns of the caches
   int conv_bytes = 2;      ///< 2 (bf16) or 4 (fp32) conv window elements
   int records = 0;         ///< Qr of the caches' records rows (0: no records)
+  /// Rows of the gate mode 1 workspace the PreparedKda holds ([rows, D] fp32; CUDA): mode 1
+  /// plans only keys whose B·q rows (padded to whole gate tiles) fit.
+  int64_t gate_ws_rows = 0;
   bool operator==(const LayerShape&) const = default;
 };
 
@@ -61,6 +64,7 @@ struct Plan {
   int64_t items_per_cta = 1;                ///< WS: items of one persistent CTA
   int ring_stages = 0;                      ///< WS: stages of the shared-memory ring; Split/Wide: state stages
   int ctas_per_sm = 0;                      ///< Split/Wide: CTAs per SM the kernel's registers are cut for
+  int64_t gate_ws_rows = 0;                 ///< gate mode 1: workspace rows the step writes (0: no gate kernel)
   /// The variant copies the per-row inputs with 16-byte bulk copies: where a step's inputs
   /// are not aligned (inputs_aligned), `fallback` runs instead (host decision, graph-safe).
   bool needs_aligned_inputs = false;

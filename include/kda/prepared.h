@@ -44,7 +44,13 @@ class PreparedKda {
   PreparedKda(const PreparedKda&) = delete;
   PreparedKda& operator=(const PreparedKda&) = delete;
 
-  /// Validates the caches and plans every policy key for them (host work only).
+  /// Validates the caches and plans every policy key for them. On CUDA it allocates what the
+  /// plans need (kept and only grown, so captured graphs stay valid): the fused steps'
+  /// arrival counters ([rows_r] int32) and the gate mode 1 workspace of the keys whose plan
+  /// takes mode 1 ([B·q rounded up to 64, D] fp32). Steps in gate mode 1 share that workspace:
+  /// run one PreparedKda on one stream at a time. A key that was not prepared is planned on
+  /// first use with what was allocated (host work only): `auto` then runs gate mode 0 where
+  /// the workspace does not hold the key; a forced mode 1 raises PlanError.
   void prepare(const Caches& caches);
 
   /// One step from the packed projection [rows, pitch] bf16 (SPEC §2): columns qkv [0,3D)

@@ -169,7 +169,10 @@ class PreparedKda:
         Args:
             caches: :class:`Caches` or dict (conv_state, state, correction, key_gate,
                 pending). Records are required when a policy key is a record/fused step;
-                pending when one is fused.
+                pending when one is fused. On CUDA this also allocates the gate mode 1
+                workspace for the policy keys that take mode 1 (B·q·D fp32; kept and only
+                grown): steps of one PreparedKda in mode 1 share it, so run them on one
+                stream at a time.
         Raises:
             DTypeError / ShapeError / LayoutError / DeviceError / ArgumentError: a cache has
                 the wrong dtype, shape, strides or device; the window is too small for a

@@ -88,6 +88,10 @@ StepParams step_params(const LayerParams& lp, const InputViews& in, const Tensor
   p.norm_w = lp.norm_w;
   p.error_flags = lp.error_flags;
   p.error_index = lp.error_index;
+  if (plan.gate_mode == GateMode::kShared) {
+    p.gate_ws = lp.gate_ws;
+    p.gate_ws_row = int64_t(l.H) * kHeadDim;
+  }
   p.items_per_cta = plan.items_per_cta;
   p.ring_stages = plan.ring_stages;
   p.conv_dim_first = l.conv_dim_first;

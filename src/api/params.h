@@ -22,6 +22,7 @@ struct LayerParams {
   uint32_t* error_flags = nullptr;
   int32_t* error_index = nullptr;
   int32_t* arrivals = nullptr;  ///< [rows_r] (CUDA, modes that read pending; else null)
+  float* gate_ws = nullptr;     ///< gate mode 1 workspace [rows, D] fp32 (CUDA; else null)
 };
 
 /// One step of B requests with `plan` (the plan that launches: Plan::for_inputs).

@@ -1,6 +1,8 @@
 // src/api/prepared.cpp — kda::PreparedKda (kda/prepared.h): orchestration only. A step is
 //   validate (src/validate) -> resolve its plan once (PlanCache) -> pick the plan for its
 //   inputs (Plan::for_inputs) -> fill StepParams (params.cpp) -> backend->step.
+#include <algorithm>
+#include <climits>
 #include <vector>
 
 #include "api/derived.h"
@@ -21,6 +23,8 @@ struct PreparedKda::Impl {
   api::PlanCache plans;
   std::unique_ptr<Buffer> arrivals;  ///< per records row (CUDA; fused steps and flush)
   int64_t arrivals_n = 0;
+  std::unique_ptr<Buffer> gate_ws;  ///< gate mode 1 logits [gate_ws_rows, D] fp32 (CUDA)
+  int64_t gate_ws_rows = 0;
 
   Impl(const LayerWeights& w, validate::Layer l, int null, api::PlanCache::Policies policies, Policy dflt)
       : weights(w), layer(l), null_slot(null), plans(std::move(policies), dflt) {}
@@ -28,7 +32,8 @@ struct PreparedKda::Impl {
   bool on_cuda() const { return layer.place.device == Device::kCUDA; }
 
   const Plan& resolve(const StepKey& key, const Caches& c) {
-    const LayerShape facts = layer_shape(layer.H, layer.W, layer.has_f_b, c, layer.conv_dim_first);
+    LayerShape facts = layer_shape(layer.H, layer.W, layer.has_f_b, c, layer.conv_dim_first);
+    facts.gate_ws_rows = gate_ws_rows;
     return plans.resolve(key, facts, backend->info());
   }
 
@@ -42,6 +47,7 @@ struct PreparedKda::Impl {
     lp.error_flags = backend->error_flags();
     lp.error_index = backend->error_index();
     lp.arrivals = arrivals ? static_cast<int32_t*>(arrivals->data()) : nullptr;
+    lp.gate_ws = gate_ws ? static_cast<float*>(gate_ws->data()) : nullptr;
     return lp;
   }
 
@@ -98,11 +104,23 @@ void PreparedKda::prepare(const Caches& caches) {
     needs.pending |= n.pending;
   }
   const auto facts = validate::caches(caches, m.layer, needs);
-  m.plans.clear();
-  for (const auto& [key, policy] : m.plans.policies()) {
-    validate::key_fits(key, facts, m.layer);
-    m.resolve(key, caches);
+  for (const auto& [key, policy] : m.plans.policies()) validate::key_fits(key, facts, m.layer);
+  // The gate mode 1 workspace: rows for every policy key whose plan takes mode 1 when the
+  // workspace is large enough (one allocation, kept and only grown: captured graphs of
+  // smaller keys keep their address unless a later prepare() needs more).
+  if (m.on_cuda() && m.layer.has_f_b) {
+    LayerShape unbounded = layer_shape(m.layer.H, m.layer.W, m.layer.has_f_b, caches, m.layer.conv_dim_first);
+    unbounded.gate_ws_rows = INT64_MAX;
+    int64_t rows = 0;
+    for (const auto& [key, policy] : m.plans.policies())
+      rows = std::max(rows, plan_step(key, policy, unbounded, m.backend->info()).gate_ws_rows);
+    if (rows > m.gate_ws_rows) {
+      m.gate_ws = m.backend->allocate(size_t(rows) * size_t(m.layer.H) * kHeadDim * 4);
+      m.gate_ws_rows = rows;
+    }
   }
+  m.plans.clear();
+  for (const auto& [key, policy] : m.plans.policies()) m.resolve(key, caches);
   if (needs.pending && m.on_cuda() && facts.rows_r > m.arrivals_n) {
     m.arrivals = m.backend->allocate(size_t(facts.rows_r) * 4);
     const std::vector<int32_t> zeros(size_t(facts.rows_r), 0);

@@ -56,19 +56,24 @@ class CudaBuffer final : public Buffer {
 template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t x :
-       {cuda::set_step_attributes<SPLIT, float, 1>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 1>(smem),
-        cuda::set_step_attributes<SPLIT, float, 0>(smem), cuda::set_step_attributes<SPLIT, uint16_t, 0>(smem)})
+  for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1, true>(smem),
+                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem),
+                        cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
+                        cuda::set_step_attributes<SPLIT, uint16_t, 0, true>(smem),
+                        cuda::set_step_attributes<SPLIT, float, 0, false>(smem),
+                        cuda::set_step_attributes<SPLIT, uint16_t, 0, false>(smem)})
     if (e == cudaSuccess) e = x;
   return e;
 }
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
-/// token vectors in registers).
+/// token vectors in registers); other q without the F_B gate path where the plan's gate
+/// mode does not need it.
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
-  return p.q == 1 ? cuda::launch_step<SPLIT, StateT, 1>(p, plan.ctas, plan.smem, s)
-                  : cuda::launch_step<SPLIT, StateT, 0>(p, plan.ctas, plan.smem, s);
+  if (p.q == 1) return cuda::launch_step<SPLIT, StateT, 1, true>(p, plan.ctas, plan.smem, s);
+  return plan.gate_mode == GateMode::kPerItem ? cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s)
+                                              : cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
 }
 
 class CudaBackend final : public Backend {
@@ -91,7 +96,8 @@ class CudaBackend final : public Backend {
     // Every kernel may use up to the device's opt-in shared memory; plans stay below it.
     const int64_t smem = optin;
     for (cudaError_t e : {set_attrs<1>(smem), set_attrs<2>(smem), set_attrs<4>(smem), set_attrs<8>(smem),
-                          cuda::set_ws_attributes<float>(smem), cuda::set_ws_attributes<uint16_t>(smem)}) {
+                          cuda::set_ws_attributes<float>(smem), cuda::set_ws_attributes<uint16_t>(smem),
+                          cuda::set_gate_kernel_attributes()}) {
       if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice)
         throw std::runtime_error("kda-decode CUDA: this build has no kernels for sm_" + std::to_string(prop.major) +
                                  std::to_string(prop.minor) + " (" + prop.name +
@@ -120,6 +126,7 @@ class CudaBackend final : public Backend {
     const auto s = static_cast<cudaStream_t>(stream);
     cudaError_t e = cudaErrorInvalidValue;
     const bool bf = p.state_bf16 != 0;
+    if (plan.gate_mode == GateMode::kShared) check(cuda::launch_gate_kernel(p, s), "gate launch");
     if (plan.variant == Variant::kWS) {
       e = bf ? cuda::launch_ws<uint16_t>(p, plan.ctas, plan.smem, s)
              : cuda::launch_ws<float>(p, plan.ctas, plan.smem, s);

@@ -11,13 +11,14 @@
 namespace kda::cuda {
 
 /// Launches the Split/Wide step kernel with SPLIT CTAs per item (a cluster when SPLIT > 1),
-/// Q = 1 (q = 1 steps) or 0 (any q); p.ring_stages state stages.
-template <int SPLIT, class StateT, int Q>
+/// Q = 1 (q = 1 steps) or 0 (any q), GATE_FB false for gate modes 1 and 2 only (Q = 0);
+/// p.ring_stages state stages.
+template <int SPLIT, class StateT, int Q, bool GATE_FB>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
 
 /// Raises the kernel's dynamic shared-memory limit; fails with
 /// cudaErrorInvalidDeviceFunction when the build has no image for the current GPU.
-template <int SPLIT, class StateT, int Q>
+template <int SPLIT, class StateT, int Q, bool GATE_FB>
 cudaError_t set_step_attributes(int64_t max_smem);
 
 /// Launches the warp-specialised persistent WS kernel on `ctas` CTAs (one per SM;
@@ -27,6 +28,11 @@ cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStrea
 
 template <class StateT>
 cudaError_t set_ws_attributes(int64_t max_smem);
+
+/// Launches the gate mode 1 kernel (gate_kernel.cuh) over the step's B·q rows into
+/// p.gate_ws; and raises its dynamic shared-memory limit.
+cudaError_t launch_gate_kernel(const StepParams& p, cudaStream_t stream);
+cudaError_t set_gate_kernel_attributes();
 
 /// Launches commit / flush.
 template <class StateT>

@@ -20,15 +20,15 @@ cudaError_t set_max_dynamic_smem(Kernel kernel, int64_t optin) {
                               int(optin - int64_t(fa.sharedSizeBytes)));
 }
 
-/// Launches `kernel(p)` on `ctas` CTAs of `threads` with programmatic dependent launch and,
-/// when `cluster` > 1, thread-block clusters of that size.
-/// NOTES: programmatic dependent launch: every step kernel reads only weights before
-/// cudaGridDependencySynchronize(), so it may start while the previous step drains.
+/// Launches `kernel(p)` on a grid of CTAs of `threads` with programmatic dependent launch
+/// and, when `cluster` > 1, thread-block clusters of that size.
+/// NOTES: programmatic dependent launch: every kernel of a step reads only weights before
+/// cudaGridDependencySynchronize(), so it may start while the previous one drains.
 template <class Kernel>
-cudaError_t launch_pdl(Kernel kernel, const StepParams& p, int64_t ctas, int threads, int64_t smem, cudaStream_t stream,
+cudaError_t launch_pdl(Kernel kernel, const StepParams& p, dim3 grid, int threads, int64_t smem, cudaStream_t stream,
                        int cluster = 1) {
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(ctas), 1, 1);
+  cfg.gridDim = grid;
   cfg.blockDim = dim3(unsigned(threads), 1, 1);
   cfg.dynamicSmemBytes = size_t(smem);
   cfg.stream = stream;
@@ -47,15 +47,15 @@ cudaError_t launch_pdl(Kernel kernel, const StepParams& p, int64_t ctas, int thr
   return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
-template <int SPLIT, class StateT, int Q>
+template <int SPLIT, class StateT, int Q, bool GATE_FB>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  using T = StepTraits<SPLIT, StateT, Q>;
-  return launch_pdl(kda_step_kernel<T>, p, ctas, T::kThreads, smem, stream, SPLIT);
+  using T = StepTraits<SPLIT, StateT, Q, GATE_FB>;
+  return launch_pdl(kda_step_kernel<T>, p, dim3(unsigned(ctas)), T::kThreads, smem, stream, SPLIT);
 }
 
 template <class StateT>
 cudaError_t launch_ws(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  return launch_pdl(kda_ws_kernel<StateT>, p, ctas, cuda_config::kWsThreads, smem, stream);
+  return launch_pdl(kda_ws_kernel<StateT>, p, dim3(unsigned(ctas)), cuda_config::kWsThreads, smem, stream);
 }
 
 template <class StateT>
@@ -63,9 +63,9 @@ cudaError_t set_ws_attributes(int64_t max_smem) {
   return set_max_dynamic_smem(kda_ws_kernel<StateT>, max_smem);
 }
 
-template <int SPLIT, class StateT, int Q>
+template <int SPLIT, class StateT, int Q, bool GATE_FB>
 cudaError_t set_step_attributes(int64_t max_smem) {
-  using T = StepTraits<SPLIT, StateT, Q>;
+  using T = StepTraits<SPLIT, StateT, Q, GATE_FB>;
   return set_max_dynamic_smem(kda_step_kernel<T>, max_smem);
 }
 
@@ -78,10 +78,10 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 
 }  // namespace kda::cuda
 
-#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q)                                                            \
-  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q>(const kda::StepParams&, int64_t, int64_t, \
-                                                               cudaStream_t);                            \
-  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q>(int64_t);
+#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q, GATE_FB)                                                            \
+  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB>(const kda::StepParams&, int64_t, int64_t, \
+                                                                        cudaStream_t);                            \
+  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q, GATE_FB>(int64_t);
 
 #define KDA_INSTANTIATE_WS(STATE)                                                                           \
   template cudaError_t kda::cuda::launch_ws<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \

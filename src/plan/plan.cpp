@@ -166,6 +166,7 @@ std::string Plan::describe() const {
   if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit)
     os << " stages " << ring_stages;
   if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm;
+  if (gate_ws_rows > 0) os << " gate rows " << gate_ws_rows;
   if (fallback) os << " (unaligned inputs: " << variant_name(fallback->variant) << ")";
   return os.str();
 }
@@ -203,12 +204,29 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
 
   // ---- CUDA ---------------------------------------------------------------------------
   if (layer.W != 4) fail("the CUDA kernels need W = 4 conv taps, the layer has W = " + std::to_string(layer.W));
-  if (gm == GateMode::kShared)
-    fail("gate mode 1 (shared) needs a variant that owns several requests of a head; none is built yet");
-  plan.gate_mode = gm;
   const Context ctx{key, layer, dev};
   const bool forced = policy.variant != Variant::kAuto;
-  const Variant v = forced ? policy.variant : heuristics::auto_variant(ctx.items(), key.mode, key.q);
+  // Gate mode 1: the gate kernel writes the step's logits into the workspace that prepare()
+  // sized for the policy keys; `auto` takes it where the heuristics say it pays and the
+  // workspace holds the step, and runs its gate on Split / Wide.
+  const int64_t ws_rows = cuda_config::gate_ws_rows(int64_t(key.B) * key.q);
+  if (gm == GateMode::kPerItem && policy.gate_mode == GateMode::kAuto && ws_rows <= layer.gate_ws_rows &&
+      !(forced && policy.variant == Variant::kWS) &&
+      heuristics::auto_shared_gate(ctx.items(), key.mode, key.q, layer.state_bf16))
+    gm = GateMode::kShared;
+  if (gm == GateMode::kShared) {
+    if (forced && policy.variant == Variant::kWS)
+      fail("variant 'ws' reads its gate input through its ring in bf16; gate mode 1 (shared) runs on split and wide");
+    if (ws_rows > layer.gate_ws_rows)
+      fail("gate mode 1 (shared) needs a workspace of " + std::to_string(ws_rows) +
+           " rows of fp32 gate logits; prepare() sizes it for the keys of the policies (it holds " +
+           std::to_string(layer.gate_ws_rows) + "): add this key to the policies and prepare again");
+    plan.gate_ws_rows = ws_rows;
+  }
+  plan.gate_mode = gm;
+  const Variant v = forced                    ? policy.variant
+                    : gm == GateMode::kShared ? heuristics::auto_variant_shared_gate(ctx.items(), key.mode, key.q)
+                                              : heuristics::auto_variant(ctx.items(), key.mode, key.q);
   return plan_cuda(ctx, plan, v, forced);
 }
 

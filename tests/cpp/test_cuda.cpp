@@ -68,6 +68,7 @@ struct Config {
   StepMode mode = StepMode::kDecode;
   bool lower_bound = false, bias = true, ds = true, state_bf16 = false, conv_f32 = false;
   bool gate2 = false, out_slots = false, pad = true;
+  bool gate1 = false;  // gate mode 1 forced on the GPU (the gate kernel); the CPU runs mode 0's arithmetic
   bool output_norm = true;  // false: no norm weight, out-gate inputs NaN, run_views without out_gate
   Variant variant = Variant::kAuto;
   int W = 4;            // conv taps
@@ -78,7 +79,7 @@ struct Config {
   std::string name() const {
     return std::string(mode_name(mode)) + " H" + std::to_string(H) + " B" + std::to_string(B) + " q" +
            std::to_string(q) + (lower_bound ? " lb" : " sp") + (ds ? " DS" : " SD") + (state_bf16 ? " bf16state" : "") +
-           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
+           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + (gate1 ? " gate1" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
            " eps " + std::to_string(eps) + (tiny > 0 ? " tiny " + std::to_string(tiny) : std::string()) +
            (output_norm ? "" : " no-norm") +
            (device ? " cuda:" + std::to_string(device) : std::string());
@@ -261,7 +262,7 @@ struct World {
   std::unordered_map<StepKey, Policy, StepKeyHash> policies(bool dev) {
     Policy pol;
     pol.variant = dev ? c.variant : Variant::kAuto;
-    pol.gate_mode = c.gate2 ? GateMode::kPrecomputed : GateMode::kAuto;
+    pol.gate_mode = c.gate2 ? GateMode::kPrecomputed : c.gate1 ? GateMode::kShared : GateMode::kAuto;
     return {{StepKey{c.mode, c.B, c.q}, pol}};
   }
 };
@@ -408,6 +409,7 @@ TEST_F(CudaVsCpu, EveryVariantEveryStepKind) {
         c.state_bf16 = rep == 5;
         c.conv_f32 = rep == 4;
         c.gate2 = rep == 3;
+        c.gate1 = rep == 2 && v != Variant::kWS;  // WS refuses gate mode 1 (planner test)
         c.out_slots = m == StepMode::kDecode && rep >= 3;
         // the RMSNorm epsilon log-uniform in [1e-6, 1e-2]; tiny post-conv q and k in one case in six
         c.eps = float(std::pow(10.0, -6.0 + 4.0 * double(pick() % 1000) / 999.0));
@@ -456,6 +458,53 @@ TEST_F(CudaVsCpu, NoOutputNormEveryVariantEveryStepKind) {
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] no output norm: " << cases << " configurations\n";
+}
+
+/// Gate mode 1 (the gate kernel's GEMM on tensor cores, then the step): Split, Wide and auto
+/// forced to it on every step kind and q, several gate tiles (rows > 64, a partial last tile),
+/// both layouts, bf16 state, aligned and unaligned packed rows, against the CPU backend; and
+/// one grid where `auto` itself takes mode 1 (its plan says so).
+TEST_F(CudaVsCpu, SharedGateEveryStepKind) {
+  uint32_t seed = 9100;
+  std::mt19937 pick(17);
+  const int Hs[] = {1, 3, 12, 96};
+  const int Bs[] = {1, 5, 33, 70};
+  const int qs[] = {1, 2, 3, 4, 8, 16};
+  int cases = 0;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kAuto})
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 3; ++rep) {
+        Config c;
+        c.gate1 = true;
+        c.variant = v;
+        c.mode = m;
+        c.H = Hs[pick() % 4];
+        c.B = Bs[pick() % 4];
+        c.q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : qs[pick() % 6];
+        while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 2);
+        c.lower_bound = rep & 1;
+        c.ds = rep != 1;
+        c.state_bf16 = rep == 2;
+        c.eps = rep == 1 ? 1e-3f : 1e-5f;
+        run_case(c, seed++);
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] gate mode 1: " << cases << " configurations\n";
+  // auto on a grid large enough for mode 1 (heuristics::auto_shared_gate): record and fused
+  // q = 4 at 3072 items × tokens, run; decode's threshold (12288 items) is a plan check only
+  for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
+    Config c;
+    c.mode = m;
+    c.H = 96;
+    c.q = 4;
+    c.B = 8;
+    World w(c, 77);
+    PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+    gk.prepare(w.caches(true));
+    EXPECT_EQ(gk.plan_for({c.mode, c.B, c.q}, w.caches(true)).gate_mode, GateMode::kShared) << c.name();
+    EXPECT_EQ(gk.plan_for({c.mode, 1, c.q}, w.caches(true)).gate_mode, GateMode::kPerItem) << "one request, not prepared";
+    run_case(c, seed++);
+  }
 }
 
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
@@ -573,8 +622,9 @@ TEST_F(CudaVsCpu, TwoDevices) {
 /// Same inputs, same bits: two runs from identical caches.
 TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
-    for (StepMode m : {StepMode::kDecode, StepMode::kFused}) {
+    for (StepMode m : {StepMode::kDecode, StepMode::kFused, StepMode::kRecord}) {
       Config c;
+      c.gate1 = m == StepMode::kRecord && v != Variant::kWS;
       c.variant = v;
       c.mode = m;
       c.H = 4;
@@ -598,8 +648,11 @@ TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
 /// fused(pending = n) == flush(n) then fused(pending = 0), bitwise.
 TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
-    for (bool bf16 : {false, true}) {
+    for (int g = 0; g < 3; ++g) {
+      const bool bf16 = g == 1, gate1 = g == 2;
+      if (gate1 && v == Variant::kWS) continue;
       Config c;
+      c.gate1 = gate1;
       c.variant = v;
       c.H = 3;
       c.B = 4;
@@ -655,8 +708,10 @@ TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
 }
 
 TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
+  for (int vi = 0; vi < 5; ++vi) {
+    const Variant v = vi == 0 || vi == 3 ? Variant::kSplit : vi == 1 || vi == 4 ? Variant::kWide : Variant::kWS;
     Config c;
+    c.gate1 = vi >= 3;
     c.variant = v;
     c.mode = StepMode::kFused;
     c.H = 3;
@@ -727,6 +782,7 @@ TEST_F(CudaVsCpu, AppendThenFlushEqualsDecodePerVariant) {
       c.lower_bound = n % 2;
       c.ds = n != 4;
       c.gate2 = n == 5;
+      c.gate1 = n == 3 && v != Variant::kAuto;
       expect_append_equals_decode(c, seed, (seed + 1) * 7, n, std::string(variant_name(v)) + " n " + std::to_string(n));
       ++seed;
     }
@@ -750,11 +806,13 @@ TEST_F(CudaVsCpu, AppendQr16LargeGridEqualsDecode) {
 /// run captured in a CUDA graph, replayed with new inputs copied into the same buffers.
 TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
   for (bool norm : {true, false})
-  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS}) {
-    SCOPED_TRACE(norm ? "output norm" : "no output norm");
+  for (int vi = 0; vi < 4; ++vi) {
+    const Variant v = vi == 0 ? Variant::kSplit : vi == 2 ? Variant::kWS : Variant::kWide;
+    SCOPED_TRACE(std::string(norm ? "output norm" : "no output norm") + (vi == 3 ? ", gate mode 1" : ""));
     Config c;
     c.output_norm = norm;
     c.variant = v;
+    c.gate1 = vi == 3;  // two kernels in the graph: the gate kernel, then the step
     c.H = 4;
     c.B = 6;
     World w(c, 31);

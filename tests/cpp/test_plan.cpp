@@ -175,6 +175,67 @@ TEST(Plan, SplitFactorsFillTheGpu) {
       }
 }
 
+TEST(Plan, SingleTokenStepsKeepFourCtasPerSmWithOneStage) {
+  // An append step stages its pending records: at Qr = 16 two fp32 stages would leave room for
+  // only three CTAs per SM; q = 1 rows take one stage and keep four (heuristics::step_layout).
+  // Verify steps (q >= 2) keep at least two stages.
+  const DeviceInfo d = gpu();
+  for (int qr : {4, 8, 16}) {
+    LayerShape l = shape(96);
+    l.records = qr;
+    const Plan p = kda::plan_step({StepMode::kAppend, 256, 1}, pol(Variant::kWide), l, d);
+    EXPECT_EQ(p.ctas_per_sm, 4) << "Qr = " << qr;
+    EXPECT_EQ(p.ring_stages, qr == 16 ? 1 : 2) << "Qr = " << qr;
+  }
+  for (int q : {2, 4, 8, 16}) {
+    LayerShape l = shape(96);
+    l.records = 16;
+    const Plan p = kda::plan_step({StepMode::kFused, 256, q}, pol(Variant::kWide), l, d);
+    EXPECT_GE(p.ring_stages, 2) << "q = " << q;
+  }
+}
+
+TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
+  // gate mode 1 needs the PreparedKda's workspace: `auto` takes it where
+  // heuristics::auto_shared_gate says so and the workspace holds the key's rows (whole 64-row
+  // gate tiles), on Split / Wide (never WS), and mode 0 elsewhere; forced, it names what is
+  // missing.
+  const DeviceInfo d = gpu();
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+   for (int q : {1, 4, 16}) {
+    if ((m == StepMode::kDecode || m == StepMode::kAppend) && q != 1) continue;
+    if (m == StepMode::kPerToken && q != 16) continue;  // mode 1 only at q = 16 there
+    const int H = 96;
+    int B = 1;
+    while (!kda::heuristics::auto_shared_gate(int64_t(H) * B, m, q)) ++B;  // the first B past the threshold
+    ASSERT_GT(B, 1) << "mode 1 at one request: the gate kernel's fixed cost is not paid back there";
+    LayerShape l = shape(H);
+    l.stream_ok = true;
+    l.window = 2 + q;
+    l.records = 4;
+    l.gate_ws_rows = kda::cuda_config::gate_ws_rows(int64_t(B) * q);
+    const Plan p = kda::plan_step({m, B, q}, pol(), l, d);
+    EXPECT_EQ(p.gate_mode, GateMode::kShared) << kda::mode_name(m);
+    EXPECT_EQ(p.gate_ws_rows, l.gate_ws_rows);
+    EXPECT_NE(p.variant, Variant::kWS);
+    EXPECT_EQ(kda::plan_step({m, B - 1, q}, pol(), l, d).gate_mode, GateMode::kPerItem) << "below the threshold";
+    LayerShape small = l;
+    small.gate_ws_rows = l.gate_ws_rows - 64;
+    EXPECT_EQ(kda::plan_step({m, B, q}, pol(), small, d).gate_mode, GateMode::kPerItem) << "no workspace for it";
+    if (m != StepMode::kAppend && q != 16)  // WS has no append path and no room for q = 16
+      EXPECT_EQ(kda::plan_step({m, B, q}, pol(Variant::kWS), l, d).gate_mode, GateMode::kPerItem) << "ws forced";
+    EXPECT_EQ(kda::plan_step({m, B, q}, pol(Variant::kAuto, GateMode::kPerItem), l, d).gate_mode, GateMode::kPerItem);
+    EXPECT_EQ(kda::plan_step({m, B, q}, pol(Variant::kAuto, GateMode::kShared), l, d).gate_mode, GateMode::kShared);
+    EXPECT_EQ(kda::plan_step({m, 1, q}, pol(Variant::kWide, GateMode::kShared), l, d).gate_ws_rows, 64);
+    EXPECT_EQ(kda::plan_step({m, B, q}, pol(), l, cpu()).gate_mode, GateMode::kPerItem) << "the CPU runs mode 0";
+    LayerShape bf = l;
+    bf.state_bf16 = true;
+    EXPECT_EQ(kda::plan_step({m, B, q}, pol(), bf, d).gate_mode,
+              m == StepMode::kDecode ? GateMode::kPerItem : GateMode::kShared)
+        << "bf16 state: decode keeps mode 0";
+  }
+}
+
 TEST(Plan, WsPlansARingThatFits) {
   // WS: one persistent CTA per SM, 2..4 ring stages within the opt-in shared memory; refused
   // (naming 'ws') where two stages do not fit, the window is short or the layout forbids

@@ -2,7 +2,8 @@
 // initcheck; scripts/gpu_run.sh): every CUDA variant ('split', 'wide', 'ws') × every step
 // kind (decode, decode with out_slots, per_token, record, fused with pending 0 / = accepted / >
 // q, commit, flush) × two shapes, with pads (-1 and the null slot), a caller error, strided
-// slot tensors, padded slot strides, packed rows and separate views, and B = 0 — each result
+// slot tensors, padded slot strides, packed rows and separate views, gate modes 1 (Split / Wide:
+// the gate kernel too) and 2, and B = 0 — each result
 // checked against the float64 reference (check.h check_step). Every byte a kernel may read
 // is initialised (initcheck), so a report is a kernel bug.
 //
@@ -106,6 +107,7 @@ struct MCase {
   Kind kind;
   int H, B, q;
   bool ds, conv_f32, state_bf16, lb, bias, gate2, views;
+  bool gate1;  // gate mode 1 forced (the gate kernel, then the step; Split / Wide)
   int layout;  // index tensors (make_index_2d / make_index_1d)
   int null_slot;
   bool error;  // one request with a caller error (ACCEPTED)
@@ -113,7 +115,7 @@ struct MCase {
   std::string name() const {
     std::ostringstream os;
     os << kind_name(kind) << " H" << H << " B" << B << " q" << q << (ds ? " DS" : " SD") << (conv_f32 ? " conv32" : "")
-       << (state_bf16 ? " state16" : "") << (lb ? " lb" : "") << (gate2 ? " gate2" : "") << (views ? " views" : "")
+       << (state_bf16 ? " state16" : "") << (lb ? " lb" : "") << (gate2 ? " gate2" : "") << (gate1 ? " gate1" : "") << (views ? " views" : "")
        << " layout" << layout << " null" << null_slot << (error ? " error" : "") << " " << kda::variant_name(variant);
     return os.str();
   }
@@ -200,7 +202,7 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   dw.norm_weight = dev.put_vec(hw.norm_weight, L.norm_w);
   Policy pol;
   pol.variant = gpu ? c.variant : Variant::kAuto;
-  pol.gate_mode = c.gate2 ? kda::GateMode::kPrecomputed : kda::GateMode::kAuto;
+  pol.gate_mode = c.gate2 ? kda::GateMode::kPrecomputed : c.gate1 ? kda::GateMode::kShared : kda::GateMode::kAuto;
   std::unordered_map<StepKey, Policy, kda::StepKeyHash> pols;
   if (c.kind != Kind::kCommit && c.kind != Kind::kFlush) pols[StepKey{to_mode(st.mode), B, q}] = pol;
   PreparedKda kda(dw, pols, c.ds, c.null_slot, pol);
@@ -327,11 +329,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 3, c.B = 4, c.q = q1 ? 1 : 4;
           c.ds = false, c.lb = true, c.bias = false, c.layout = 1, c.null_slot = -1, c.error = true;
           c.state_bf16 = true, c.conv_f32 = true, c.views = k == Kind::kPerToken || k == Kind::kFused;
+          c.gate1 = v != Variant::kWS && k != Kind::kCommit && k != Kind::kFlush;
         } else if (shape == 3) {  // 544 items: 5 per persistent CTA, so WS ring stages and
           // Stream operand stages are reused (the producer/consumer hand-over under racecheck)
           if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kFused && k != Kind::kAppend) continue;
           c.H = 4, c.B = 136, c.q = q1 ? 1 : 2;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1;
+          c.gate1 = v != Variant::kWS;  // several gate tiles (136·q rows), a partial last one
         } else {  // q = 16, gate mode 2, column-major tables, a null slot that is not 0
           if (q1 && k != Kind::kDecode) continue;
           // two WS ring stages of q = 16 do not fit: 'ws' refuses these keys when planned

@@ -518,8 +518,16 @@ const std::vector<Row>& rows() {
        }},
       {"P06", "plan_step (CUDA)", "policy", "W != 4 conv taps", "the CUDA kernels need W = 4 conv taps, the layer has W = 3",
        [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(), shape(4, true, 3), gpu_dev()); }},
-      {"P07", "plan_step (CUDA)", "policy", "gate mode 1 (shared)", "gate mode 1 (shared) needs a variant that owns several requests of a head",
+      {"P07", "plan_step (CUDA)", "policy", "gate mode 1 (shared) for a key the gate workspace does not hold (not prepared)",
+       "gate mode 1 (shared) needs a workspace of 64 rows of fp32 gate logits",
        [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kAuto, GateMode::kShared), shape(), gpu_dev()); }},
+      {"P15", "plan_step (CUDA)", "policy", "gate mode 1 (shared) with 'ws' forced", "variant 'ws' reads its gate input through its ring in bf16",
+       [](Fx&) {
+         LayerShape l = shape();
+         l.stream_ok = true;
+         l.gate_ws_rows = 64;
+         kda::plan_step({StepMode::kRecord, 2, 4}, pol(Variant::kWS, GateMode::kShared), l, gpu_dev());
+       }},
       {"P08", "plan_step (CUDA)", "policy", "'split' forced without thread-block clusters", "variant 'split' needs thread-block clusters",
        [](Fx&) { kda::plan_step({StepMode::kDecode, 2, 1}, pol(Variant::kSplit), shape(), gpu_dev(false)); }},
       {"P09", "parse_variant", "policy", "'stream' (a variant that was removed)", "policy variant: expected one of auto, cpu, split, wide, ws",

@@ -5,7 +5,7 @@
                                 [--sample-f64 K] [--max-seconds T] [--replay S:I] [-v]
 
 Each configuration is drawn at random from its own seed (S, I) and holds a layer (H, conv
-bias, softplus or lower-bound gate, with or without F_B, gate mode 0 or 2, fp32 or bf16
+bias, softplus or lower-bound gate, with or without F_B, gate mode 0, 1 or 2, fp32 or bf16
 conv weight, an RMSNorm epsilon in [1e-6, 1e-2], a conv width W of 2..5 on the CPU backend
 (4 on CUDA), in one configuration in five post-conv q and k near 1e-3 or 1e-4), a cache pool (DS or SD windows, bf16 or fp32 windows, fp32 or bf16 state,
 padded slot strides of the window / state / records pools, a strided pending column, a null
@@ -123,7 +123,7 @@ class Config:
     bias: bool = True
     f_b: bool = True
     gate: int = 0  # 0: z = F_B·f_a (policy 'auto' or 0), 2: precomputed
-    gate_policy: str = "auto"  # 'auto' | '0' | '2'
+    gate_policy: str = "auto"  # 'auto' | '0' | '1' | '2'
     conv_w_bf16: bool = False
     layout: str = "ds"
     conv_dtype: str = "bf16"
@@ -231,6 +231,11 @@ def random_config(seed: int, index: int, device: str = "cpu") -> Config:
     nops = _choice(rng, [1, 1, 2, 3, 4])
     for _ in range(nops):
         c.ops.append(_random_op(rng, c, qmax, bmax))
+    # gate mode 1 (the gate kernel on CUDA; mode 0's arithmetic on the CPU) for half of the
+    # policy-0 configurations, from a generator of its own so that the draws above are those
+    # of earlier versions
+    if c.gate_policy == "0" and np.random.default_rng([config_seed(seed, index), 1]).random() < 0.5:
+        c.gate_policy = "1"
     return c
 
 
@@ -604,10 +609,13 @@ class Side:
         import kda_decode as kd
 
         self.dev, self.c = dev, c
-        gm = {"auto": "auto", "0": 0, "2": 2}[c.gate_policy]
+        gm = {"auto": "auto", "0": 0, "1": 1, "2": 2}[c.gate_policy]
         pol = kd.Policy(gate_mode=gm, variant=variant if dev.name == "cuda" else "auto")
         put = (lambda a, bf16=False: dev.put(a, bf16)) if dev.is_torch else (lambda a, bf16=False: a)
-        self.kda = layer.prepared(put, conv_dim_first=c.layout == "ds", null_slot=c.null_slot, default_policy=pol)
+        # gate mode 1 plans only prepared keys (prepare sizes its workspace): every step key
+        policies = {(op.kind, op.B, op.q): pol for op in c.ops if op.kind not in ("commit", "flush")}
+        self.kda = layer.prepared(put, conv_dim_first=c.layout == "ds", null_slot=c.null_slot, default_policy=pol,
+                                  policies=policies if gm == 1 else None)
         if dev.is_torch:
             self.pool = DevicePool(dev, hp)
         else:

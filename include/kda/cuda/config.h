@@ -20,6 +20,18 @@ inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? r
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
 inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 
+/// Gate mode 1 kernel (gate_kernel.cuh): a tile of kGateRowsPerCta rows (requests × tokens)
+/// against one head's 128 gate rows per CTA, one 16-row strip per warp; both operands staged
+/// with rows padded to kGateLd elements (16-byte pieces, no shared-memory bank conflicts).
+inline constexpr int kGateThreads = 128;
+inline constexpr int kGateRowsPerCta = 64;
+inline constexpr int kGateLd = kRank + 8;
+inline constexpr int64_t gate_smem() { return int64_t(kHeadDim + kGateRowsPerCta) * kGateLd * 2; }
+/// Rows of the fp32 gate workspace for `rows` step rows: whole tiles.
+inline constexpr int64_t gate_ws_rows(int64_t rows) {
+  return (rows + kGateRowsPerCta - 1) / kGateRowsPerCta * kGateRowsPerCta;
+}
+
 /// Shared-memory plan of the Split/Wide kernel, byte offsets (16-byte aligned). The scratch
 /// comes first so that its offsets are compile-time constants when q is (the decode kernel):
 ///   fa      [q][128] f32        gate inputs (modes 0, 1)

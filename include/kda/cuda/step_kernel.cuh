@@ -4,7 +4,8 @@
 // Split variant (the item's 128 V rows over a thread-block cluster, for small batches).
 //
 // Work of one item (SPEC §3), q tokens:
-//   conv + SiLU of the 384 channels of head h · q/k l2 norm · gate z = F_B[h]·f_a (+dt_bias)
+//   conv + SiLU of the 384 channels of head h · q/k l2 norm · gate z = F_B[h]·f_a (+dt_bias;
+//   gate mode 1: z from the gate kernel, gate_kernel.cuh; mode 2: z given)
 //   · beta · then per V row: fold of the pending records, per token decay, u = β(v − S·k),
 //   S += u kᵀ, o = S·q · gated RMSNorm over the 128 rows.
 //
@@ -49,15 +50,21 @@ namespace kda::cuda {
 
 namespace cg = cooperative_groups;
 
-/// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, and Q tokens per
-/// request (1: decode / append, whose shared-memory offsets are then constants and whose
-/// token vectors stay in registers; 0: q at run time, the verify kinds). The register budget
-/// is cut for four CTAs per SM.
-template <int SPLIT_, class StateT_, int Q_>
+/// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, Q tokens per request
+/// (1: decode / append, whose shared-memory offsets are then constants and whose token
+/// vectors stay in registers; 0: q at run time, the verify kinds), and GATE_FB: whether the
+/// kernel may compute the gate from F_B (gate mode 0). The register budget is cut for four
+/// CTAs per SM.
+/// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
+/// held across the token loop) made the kernel spill 128 bytes; gate modes 1 and 2 run an
+/// instantiation without it: no spills, and record / fused / per_token steps 6–15% faster
+/// (docs/data/ladder_s13/run5). q = 1 has one instantiation (it does not spill).
+template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
   using StateT = StateT_;
   static constexpr int kQ = Q_;
+  static constexpr bool kGateFb = GATE_FB_;
   static constexpr int kMinBlocks = 4;
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
@@ -111,7 +118,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const StepMode mode = StepMode(p.mode);
   const bool records = mode == StepMode::kRecord || mode == StepMode::kFused || mode == StepMode::kAppend;
   const bool folds = mode == StepMode::kFused || mode == StepMode::kAppend;
-  const bool gate_from_fb = p.gate_mode != int(GateMode::kPrecomputed);
+  // gate mode 0: z from F_B[h] here; 1: z from the gate kernel's fp32 workspace; 2: z in gate_in
+  const bool gate_from_fb = T::kGateFb && p.gate_mode == int(GateMode::kPerItem);
+  const bool gate_from_ws = p.gate_mode == int(GateMode::kShared);
   const int stages = p.ring_stages;
   const int WC = 2 + q;  // window columns written (W = 4 on CUDA)
   const cuda_config::StepSmem L{q, SPLIT, stages, int(sizeof(StateT)), folds ? p.Qr : 0, WC};
@@ -225,6 +234,15 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
   };
   if constexpr (T::kQ == 1) load_window();
+  // q = 1, gate modes 1 and 2: the logit joins the window wave (one round trip fewer after the
+  // staged-inputs barrier)
+  float z1 = 0.f;
+  if constexpr (T::kQ == 1) {
+    if (gate_from_ws)
+      z1 = p.gate_ws[row_base * p.gate_ws_row + h * K + gi];
+    else if (!gate_from_fb)
+      z1 = ld_bf16(p.gate_in + row_base * p.gate_in_row + h * K + gi);
+  }
   if (gate_from_fb)
     for (int i = tid; i < q * kRank; i += NT)
       s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
@@ -252,6 +270,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       if (gate_from_fb) {
         z = gate_dot_f4<8>(fb, reinterpret_cast<const float4*>(s_fa + t * kRank + gpart * (kRank / 2)));
         z += __shfl_xor_sync(0xffffffffu, z, 1);
+      } else if (T::kQ == 1) {
+        z = z1;
+      } else if (gate_from_ws) {
+        z = p.gate_ws[(row_base + t) * p.gate_ws_row + h * K + gi];
       } else {
         z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
       }

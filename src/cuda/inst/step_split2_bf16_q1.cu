@@ -1,3 +1,3 @@
 // Instantiation: Split/Wide step kernel, SPLIT = 2, bf16 state, q = 1 (decode, append).
 #include "../step_launch.cuh"
-KDA_INSTANTIATE_STEP(2, uint16_t, 1)
+KDA_INSTANTIATE_STEP(2, uint16_t, 1, true)

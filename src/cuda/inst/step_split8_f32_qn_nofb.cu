@@ -1,0 +1,3 @@
+// Instantiation: Split/Wide step kernel, SPLIT = 8, f32 state, any q, gate modes 1 and 2 only.
+#include "../step_launch.cuh"
+KDA_INSTANTIATE_STEP(8, float, 0, false)
