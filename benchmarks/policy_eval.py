@@ -13,6 +13,12 @@ Prints one line per point where at least two variants were measured, then the sh
 points where the pick is within 5% of the best and the worst ratio (the issue's criterion:
 within 5% at >= 95% of the points, within 15% everywhere). A point whose pick was not
 measured is listed as such and not scored.
+
+    python3 benchmarks/policy_eval.py --gate docs/data/ladder_s13/run3/*.csv ...
+
+scores the gate rule instead (auto_shared_gate: mode 1 or mode 0 under `gate auto`) against
+runs that measured both modes with one binary: per point (mode, q, H, B, state, binary, file
+folder) the time of `--gate 0` and of `--gate 1`.
 """
 import csv
 import os
@@ -92,7 +98,80 @@ def score(rules, points):
     return rows
 
 
+GATE_MODES = ("decode", "per_token", "record", "fused", "append")  # StepMode order
+
+
+def gate_rule_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
+    """{'decode': min, ..., 'q1_verify': min}: kSharedGateMinItems (in StepMode order) and
+    kSharedGateMinItemsQ1Verify of include/kda/heuristics.h."""
+    text = open(path).read()
+    m = re.search(r"kSharedGateMinItems\[\]\s*=\s*\{(.*?)\};", text, re.S)
+    m1 = re.search(r"kSharedGateMinItemsQ1Verify\s*=\s*(\d+)", text)
+    if not m or not m1:
+        raise SystemExit(f"policy_eval: the gate thresholds are not found in {path}")
+    nums = [int(n) for n in re.findall(r"(?<![\w/])(\d+)(?![\w*])", re.sub(r"/\*.*?\*/", "", m.group(1)))]
+    if len(nums) != len(GATE_MODES):
+        raise SystemExit(f"policy_eval: kSharedGateMinItems has {len(nums)} entries, expected {len(GATE_MODES)}")
+    out = dict(zip(GATE_MODES, nums))
+    out["q1_verify"] = int(m1.group(1))
+    return out
+
+
+def shared_gate(rule, mode, items, q, state="f32", max_q=16):
+    """auto_shared_gate of include/kda/heuristics.h."""
+    m = rule[mode]
+    if mode == "decode":
+        return state != "bf16" and items >= m
+    if mode == "append":
+        return items >= m
+    if mode == "per_token":
+        return q == max_q and items * q >= m
+    return items >= rule["q1_verify"] if q == 1 else items * q >= m
+
+
+def load_gate_points(paths):
+    """{(mode, q, H, B, state, binary, folder): {'0': us, '1': us}}: kda_bench CSVs of the
+    ladder (ladder_<binary>_<i>.csv) with --gate 0 and --gate 1; append keyed by Qr too."""
+    points = {}
+    for path in paths:
+        binary = os.path.basename(path)[len("ladder_"):].rsplit("_", 1)[0]
+        for r in csv.DictReader(open(path)):
+            if r.get("gate") not in ("0", "1"):
+                continue
+            mode = r["mode"] + (f"/{r['qr']}" if r["mode"] == "append" else "")
+            key = (mode, int(r["q"]), int(r["H"]), int(r["B"]), r.get("state", "f32"), binary,
+                   os.path.basename(os.path.dirname(path)))
+            points.setdefault(key, {})[r["gate"]] = float(r["us"])
+    return {k: v for k, v in points.items() if len(v) == 2}
+
+
+def score_gate(rule, points):
+    """One row per point: (key, best mode, picked mode, pick/best)."""
+    rows = []
+    for key in sorted(points):
+        times = points[key]
+        mode, q, H, B, state = key[0].split("/")[0], key[1], key[2], key[3], key[4]
+        p = "1" if shared_gate(rule, mode, B * H, q, state) else "0"
+        best = min(times, key=times.get)
+        rows.append((key, best, p, times[p] / times[best]))
+    return rows
+
+
+def main_gate(paths):
+    rows = score_gate(gate_rule_from_header(), load_gate_points(paths))
+    for key, best, p, ratio in rows:
+        print(f"{' '.join(str(k) for k in key):48s} best mode {best}  pick mode {p}  pick/best {ratio:.3f}")
+    if rows:
+        within5 = sum(r <= 1.05 for *_, r in rows)
+        worst = max(rows, key=lambda row: row[3])
+        print(f"\ngate rule: pick within 5% of the best at {within5}/{len(rows)} points "
+              f"({100.0 * within5 / len(rows):.1f}%); worst pick/best {worst[3]:.3f} at {worst[0]}")
+    return 0
+
+
 def main(paths):
+    if paths and paths[0] == "--gate":
+        return main_gate(paths[1:])
     if not paths:
         print(__doc__)
         return 2

@@ -62,3 +62,44 @@ def test_scorer_catches_a_bad_table():
     bad = {name: [(0, "wide")] for name in pe.TABLES}
     worst = max(ratio for _, _, _, ratio, _ in pe.score(bad, _points(pe)))
     assert worst > 1.15
+
+
+# the same-binary comparisons of gate mode 0 against mode 1 (session 13, H200): g1 in run 3, g2
+# in runs 4 and 5 (docs/data/ladder_s13/README.md)
+GATE_RUNS = [os.path.join(ROOT, "docs", "data", "ladder_s13", r) for r in ("run3", "run4", "run5")]
+
+
+def _gate_points(pe):
+    import glob
+
+    paths = [p for d in GATE_RUNS for p in sorted(glob.glob(os.path.join(d, "ladder_*.csv")))]
+    if not paths:
+        pytest.skip("the committed gate-mode runs are not in this tree")
+    return pe.load_gate_points(paths)
+
+
+def test_gate_rule_parses():
+    rule = _policy_eval().gate_rule_from_header()
+    assert set(rule) == set(_policy_eval().GATE_MODES) | {"q1_verify"}
+    assert all(n > 1 for n in rule.values()), rule
+
+
+def test_gate_rule_within_5_percent_at_95_percent_of_points_and_10_everywhere():
+    # heuristics::auto_shared_gate against the measurements it was set from: decode, append,
+    # the verify kinds at q in {1, 2, 4, 8, 16}, fp32 and bf16 state
+    pe = _policy_eval()
+    pts = _gate_points(pe)
+    assert len(pts) >= 80, f"expected the committed gate comparisons, found {len(pts)}"
+    rows = pe.score_gate(pe.gate_rule_from_header(), pts)
+    within5 = sum(r <= 1.05 for *_, r in rows)
+    assert within5 >= 0.95 * len(rows), sorted(rows, key=lambda row: row[3])[-5:]
+    worst = max(rows, key=lambda row: row[3])
+    assert worst[3] <= 1.10, f"pick/best {worst[3]:.3f} at {worst[0]}"
+
+
+def test_gate_scorer_catches_a_bad_rule():
+    # mode 1 everywhere loses 1.7x at one request (the gate kernel's fixed cost): must fail
+    pe = _policy_eval()
+    always = {k: 1 for k in pe.gate_rule_from_header()}
+    worst = max(r for *_, r in pe.score_gate(always, _gate_points(pe)))
+    assert worst > 1.5
