@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "kda/numerics.h"
 #include "kda/prepared.h"
 
@@ -37,15 +38,6 @@ namespace {
 
 using namespace kda;
 constexpr int K = 128, W = 4;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;

@@ -38,16 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "../cuda_check.h"
 #include "kda/cuda/item.cuh"
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 namespace ptx = ::cuda::ptx;
 using kda::cuda::bulk_g2s;
