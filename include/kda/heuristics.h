@@ -120,12 +120,13 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 /// Gate mode `auto` on CUDA (a layer with F_B whose PreparedKda holds the workspace): mode 1
 /// (the gate kernel's one GEMM on tensor cores, then the step on Split / Wide) where it was
 /// measured faster than mode 0 with the auto variant, else mode 0 (docs/data/ladder_s13/run3
-/// and run4, H = 96 unless said). The second kernel costs a fixed 3–8 µs (its launch and the
-/// grid boundary), so mode 1 pays only on larger grids:
+/// and run4, H = 96 unless said). The second kernel costs a fixed 3–8 µs per decode step at one to
+/// eight requests and 13 µs per q = 4 verify step at one request (its launch, its grid boundary
+/// and the step's wait on it), so mode 1 pays only on larger grids:
 ///   decode from 6144 items (0.965× at B = 256, 0.969× at B = 128, 0.988× at B = 64; H = 48:
 ///     0.987× at 6144 items, 1.018× at 3072);
-///   append from 768 items (Qr = 8: 0.83× at 6144 items, 0.87× at 1536, 0.98× at 768 with
-///     H = 12, 1.03× at 384);
+///   append from 768 items (Qr = 8: 0.83× at 24576 items, 0.85–0.86× at 6144, 0.92–0.93× at
+///     1536, 0.98× at 768 with H = 12, 1.03× at 384);
 ///   record and fused with q ≥ 2 from 3072 items × tokens (0.77–0.93×; 0.96–0.98× at 1536;
 ///     WS with mode 0 stays 5% faster for fused q = 8 at B = 64; never one request: 1.7–1.8×
 ///     at q = 4, B = 1), with q = 1 from 6144 items (0.92–0.96×);

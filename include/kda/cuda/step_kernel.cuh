@@ -57,8 +57,8 @@ namespace cg = cooperative_groups;
 /// CTAs per SM.
 /// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
 /// held across the token loop) made the kernel spill 128 bytes; gate modes 1 and 2 run an
-/// instantiation without it: no spills, and record / fused / per_token steps 6–15% faster
-/// (docs/data/ladder_s13/run5). q = 1 has one instantiation (it does not spill).
+/// instantiation without it: no spills, and record / fused / per_token steps 2–15% faster
+/// (docs/data/ladder_s13/run5: 12–15% at q = 2, 7–9% at q = 4, 2–4% at q = 16). q = 1 has one instantiation (it does not spill).
 template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
