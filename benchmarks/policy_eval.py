@@ -28,8 +28,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-TABLES = ("kDecodeRules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules", "kVerifyQ1Rules",
-          "kVerifyQ4Rules", "kVerifyRules")
+TABLES = ("kDecodeRules", "kDecodeBf16Rules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
+          "kVerifyQ1Rules", "kVerifyQ4Rules", "kVerifyRules")
 
 
 def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
@@ -51,6 +51,8 @@ def table_of(mode, q):
     """The table auto_variant reads for a step kind and q."""
     if mode == "decode":
         return "kDecodeRules"
+    if mode == "decode/bf16":
+        return "kDecodeBf16Rules"
     if mode == "append":
         return "kAppendRules"
     if mode == "per_token":
@@ -69,16 +71,18 @@ def pick(rules, mode, items, q=1):
 
 def load_points(paths):
     """{(mode, q, H, B): {variant: us}} over the CSVs: rows that ran the requested variant
-    (a fallback row measures another variant and is skipped) in gate mode 0 with fp32 state
-    (the policy is not keyed by them); a later file overrides."""
+    (a fallback row measures another variant and is skipped) in gate mode 0 with fp32 state,
+    and decode with bf16 state as mode "decode/bf16" (its own table); a later file overrides."""
     points = {}
     for path in paths:
         for r in csv.DictReader(open(path)):
             if r["variant"] != r["variant_req"]:
                 continue
-            if r.get("gate", "0") != "0" or r.get("state", "f32") != "f32":
+            state = r.get("state", "f32")
+            if r.get("gate", "0") != "0" or (state != "f32" and r["mode"] != "decode"):
                 continue
-            key = (r["mode"], int(r["q"]), int(r["H"]), int(r["B"]))
+            mode = r["mode"] + ("/bf16" if state == "bf16" else "")
+            key = (mode, int(r["q"]), int(r["H"]), int(r["B"]))
             points.setdefault(key, {})[r["variant"]] = float(r["us"])
     return points
 
@@ -102,18 +106,21 @@ GATE_MODES = ("decode", "per_token", "record", "fused", "append")  # StepMode or
 
 
 def gate_rule_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
-    """{'decode': min, ..., 'q1_verify': min}: kSharedGateMinItems (in StepMode order) and
-    kSharedGateMinItemsQ1Verify of include/kda/heuristics.h."""
+    """{'decode': min, ..., 'q1_verify': min, 'decode_bf16': min}: kSharedGateMinItems (in
+    StepMode order), kSharedGateMinItemsQ1Verify and kSharedGateMinItemsBf16Decode of
+    include/kda/heuristics.h."""
     text = open(path).read()
     m = re.search(r"kSharedGateMinItems\[\]\s*=\s*\{(.*?)\};", text, re.S)
     m1 = re.search(r"kSharedGateMinItemsQ1Verify\s*=\s*(\d+)", text)
-    if not m or not m1:
+    mb = re.search(r"kSharedGateMinItemsBf16Decode\s*=\s*(\d+)", text)
+    if not m or not m1 or not mb:
         raise SystemExit(f"policy_eval: the gate thresholds are not found in {path}")
     nums = [int(n) for n in re.findall(r"(?<![\w/])(\d+)(?![\w*])", re.sub(r"/\*.*?\*/", "", m.group(1)))]
     if len(nums) != len(GATE_MODES):
         raise SystemExit(f"policy_eval: kSharedGateMinItems has {len(nums)} entries, expected {len(GATE_MODES)}")
     out = dict(zip(GATE_MODES, nums))
     out["q1_verify"] = int(m1.group(1))
+    out["decode_bf16"] = int(mb.group(1))
     return out
 
 
@@ -121,7 +128,7 @@ def shared_gate(rule, mode, items, q, state="f32", max_q=16):
     """auto_shared_gate of include/kda/heuristics.h."""
     m = rule[mode]
     if mode == "decode":
-        return state != "bf16" and items >= m
+        return items >= (rule["decode_bf16"] if state == "bf16" else m)
     if mode == "append":
         return items >= m
     if mode == "per_token":

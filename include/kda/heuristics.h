@@ -22,6 +22,13 @@ struct AutoRule {
 /// Split (the item's rows over a cluster) up to 12 items (5–15% faster than Wide there), Wide
 /// from there (WS within 2% of it around 96 items and 6–8% faster only at H = 4, B = 32 / 64).
 inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
+/// decode with bf16 state: Split also from 96 to 383 items. There the bf16 Wide kernel is
+/// slower than the fp32 one (gate mode 0: 14.6–14.9 µs at 96 items, 17.2–17.7 at 192, against
+/// Split 12.1–12.3 / 15.1–15.6; gate mode 2 at 96 items 13.3 against 9.5); Wide wins at 13–48
+/// items (8.1–8.2 against 10.5–10.6) and from 384 (20.0–20.5 against 24.9–25.3)
+/// (docs/data/ladder_s14/run8, run9: H ∈ {12, 24, 48, 96}).
+inline constexpr AutoRule kDecodeBf16Rules[] = {
+    {0, Variant::kSplit}, {13, Variant::kWide}, {96, Variant::kSplit}, {384, Variant::kWide}};
 /// append: decode's table (WS has no append path).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 /// verify steps (docs/data/sweep_s11_run3_verify*.csv), by q: with one token the Split/Wide
@@ -58,6 +65,17 @@ inline constexpr int kMaxSplit = 8;
 #define KDA_STEP_STAGE_BYTES 32768
 #endif
 inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
+/// q = 1 Wide steps with bf16 state in gate modes 1 and 2 (no F_B path; token vectors read
+/// from shared memory per chunk) are cut to 40 registers for six CTAs per SM. An item moves
+/// half the bytes of an fp32 one for the same dependent prologue, so more items in flight pay:
+/// H = 96, B = 256 decode mode 1 617.9 µs with six against 731.0 with four (mode 2: 592.1
+/// against 741.2), 697.3 with five; append Qr = 8 632.6 against 689.1; fp32 state is fastest
+/// with four at every measured point (decode mode 1: 876.5 against 902.0 with five, 950.5 with
+/// six) (docs/data/ladder_s14/run3). KDA_STEP_BF16_Q1_CTAS_PER_SM: the ladder's knob.
+#ifndef KDA_STEP_BF16_Q1_CTAS_PER_SM
+#define KDA_STEP_BF16_Q1_CTAS_PER_SM 6
+#endif
+inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 inline constexpr int64_t kStepStageBytes = KDA_STEP_STAGE_BYTES;
 /// Shared memory an SM spends on a CTA besides its dynamic shared memory: the driver's
 /// reservation (1 KiB on sm_90) and the kernel's static mbarriers.
@@ -72,7 +90,7 @@ struct StepLayout {
 /// per SM first, then fewer, each with as many stages as fit (at least two while the CTA has
 /// several chunks and q ≥ 2).
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
-                              int64_t ctas = 0, int sms = 0) {
+                              int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm) {
   const int chunks = cuda_config::chunks_per_cta(split);
   if (smem_per_sm <= 0) smem_per_sm = smem_optin + 1024;
   const bool small = sms > 0 && ctas <= 2 * int64_t(sms);
@@ -88,7 +106,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   // 976.7 µs with one stage and four CTAs against 1080.5 with two stages and three
   // (docs/data/ladder_s12/run8). q ≥ 2 rows keep at least two stages.
   const int min_stages = q == 1 ? 1 : 2;
-  const int order[] = {small ? 2 : kStepCtasPerSm, kStepCtasPerSm, 4, 3, 2, 1};
+  const int order[] = {small ? 2 : prefer_ctas_per_sm, prefer_ctas_per_sm, 4, 3, 2, 1};
   for (int cps : order) {
     for (int st = top; st >= 1; --st) {
       if (st < min_stages && chunks > 1 && cps > 1) break;
@@ -102,7 +120,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
 }
 
 /// The automatic variant for `items` = B·H items of a `mode` step with `q` tokens.
-inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1) {
+inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1, bool state_bf16 = false) {
   auto pick = [items](const auto& rules) {
     Variant v = rules[0].variant;
     for (const AutoRule& r : rules)
@@ -110,7 +128,7 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
     return v;
   };
   switch (mode) {
-    case StepMode::kDecode: return pick(kDecodeRules);
+    case StepMode::kDecode: return state_bf16 ? pick(kDecodeBf16Rules) : pick(kDecodeRules);
     case StepMode::kAppend: return pick(kAppendRules);
     case StepMode::kPerToken: return q == 1 ? pick(kPerTokenQ1Rules) : pick(kPerTokenRules);
     default: return q == 1 ? pick(kVerifyQ1Rules) : q == 4 ? pick(kVerifyQ4Rules) : pick(kVerifyRules);
@@ -131,15 +149,17 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 ///     WS with mode 0 stays 5% faster for fused q = 8 at B = 64; never one request: 1.7–1.8×
 ///     at q = 4, B = 1), with q = 1 from 6144 items (0.92–0.96×);
 ///   per_token only at q = 16 (0.90–0.94×; WS with mode 0 wins q = 2…8 by 5–13%);
-///   bf16 state: decode stays on mode 0 (1.018× at H = 96, B = 256), append takes mode 1
-///     (0.83×; docs/data/ladder_s13/run5).
+///   bf16 state: decode from 3072 items, where its Wide kernel runs six CTAs per SM
+///     (kStepBf16Q1CtasPerSm; docs/data/ladder_s14/run3: 0.91× at 3072 items with H = 12, 48
+///     and 96, 0.86× at 24576; a tie at 1536, 1.03–1.04× at 768), append as fp32.
 inline constexpr int64_t kSharedGateMinItems[] = {
     /*decode*/ 6144, /*per_token (q = 16)*/ 3072, /*record*/ 3072, /*fused*/ 3072, /*append*/ 768};
 inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
+inline constexpr int64_t kSharedGateMinItemsBf16Decode = 3072;
 inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
   const int64_t min = kSharedGateMinItems[int(mode)];
   switch (mode) {
-    case StepMode::kDecode: return !state_bf16 && items >= min;
+    case StepMode::kDecode: return items >= (state_bf16 ? kSharedGateMinItemsBf16Decode : min);
     case StepMode::kAppend: return items >= min;
     case StepMode::kPerToken: return q == kMaxQ && items * q >= min;
     default: return q == 1 ? items >= kSharedGateMinItemsQ1Verify : items * q >= min;
@@ -148,8 +168,8 @@ inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf1
 
 /// The variant of a gate mode 1 step under `auto`: the pick of auto_variant, with Wide
 /// where that is WS (WS reads its gate through its ring in bf16).
-inline Variant auto_variant_shared_gate(int64_t items, StepMode mode, int q) {
-  const Variant v = auto_variant(items, mode, q);
+inline Variant auto_variant_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
+  const Variant v = auto_variant(items, mode, q, state_bf16);
   return v == Variant::kWS ? Variant::kWide : v;
 }
 

@@ -5,6 +5,7 @@
 #include <climits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "backend.h"
 #include "kda/cuda/config.h"
@@ -63,15 +64,26 @@ cudaError_t set_attrs(int64_t smem) {
                         cuda::set_step_attributes<SPLIT, float, 0, false>(smem),
                         cuda::set_step_attributes<SPLIT, uint16_t, 0, false>(smem)})
     if (e == cudaSuccess) e = x;
+  if constexpr (SPLIT == 1) {
+    const cudaError_t x = cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem);
+    if (e == cudaSuccess) e = x;
+  }
   return e;
 }
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
-/// token vectors in registers); other q without the F_B gate path where the plan's gate
-/// mode does not need it.
+/// token vectors in registers; with bf16 state and no F_B path, one cut for six CTAs per SM);
+/// other q without the F_B gate path where the plan's gate mode does not need it.
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
-  if (p.q == 1) return cuda::launch_step<SPLIT, StateT, 1, true>(p, plan.ctas, plan.smem, s);
+  if (p.q == 1) {
+    // bf16 state, gate modes 1 and 2: six CTAs per SM where the plan lays them out so
+    // (heuristics::kStepBf16Q1CtasPerSm)
+    if constexpr (SPLIT == 1 && std::is_same_v<StateT, uint16_t>)
+      if (plan.ctas_per_sm > 4 && plan.gate_mode != GateMode::kPerItem)
+        return cuda::launch_step<1, StateT, 1, false, 6>(p, plan.ctas, plan.smem, s);
+    return cuda::launch_step<SPLIT, StateT, 1, true>(p, plan.ctas, plan.smem, s);
+  }
   return plan.gate_mode == GateMode::kPerItem ? cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s)
                                               : cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
 }

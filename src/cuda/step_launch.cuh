@@ -47,9 +47,9 @@ cudaError_t launch_pdl(Kernel kernel, const StepParams& p, dim3 grid, int thread
   return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
-template <int SPLIT, class StateT, int Q, bool GATE_FB>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  using T = StepTraits<SPLIT, StateT, Q, GATE_FB>;
+  using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS>;
   return launch_pdl(kda_step_kernel<T>, p, dim3(unsigned(ctas)), T::kThreads, smem, stream, SPLIT);
 }
 
@@ -63,9 +63,9 @@ cudaError_t set_ws_attributes(int64_t max_smem) {
   return set_max_dynamic_smem(kda_ws_kernel<StateT>, max_smem);
 }
 
-template <int SPLIT, class StateT, int Q, bool GATE_FB>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS>
 cudaError_t set_step_attributes(int64_t max_smem) {
-  using T = StepTraits<SPLIT, StateT, Q, GATE_FB>;
+  using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS>;
   return set_max_dynamic_smem(kda_step_kernel<T>, max_smem);
 }
 
@@ -78,10 +78,11 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 
 }  // namespace kda::cuda
 
-#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q, GATE_FB)                                                            \
-  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB>(const kda::StepParams&, int64_t, int64_t, \
-                                                                        cudaStream_t);                            \
-  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q, GATE_FB>(int64_t);
+#define KDA_INSTANTIATE_STEP_OCC(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS)                                               \
+  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS>(const kda::StepParams&, int64_t, \
+                                                                                    int64_t, cudaStream_t);          \
+  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS>(int64_t);
+#define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q, GATE_FB) KDA_INSTANTIATE_STEP_OCC(SPLIT, STATE, Q, GATE_FB, 4)
 
 #define KDA_INSTANTIATE_WS(STATE)                                                                           \
   template cudaError_t kda::cuda::launch_ws<STATE>(const kda::StepParams&, int64_t, int64_t, cudaStream_t); \

@@ -50,8 +50,11 @@ std::string split_shape(const Context& c, Plan& p, int split) {
   p.threads = cuda_config::kStepThreads;
   const int q = c.key.q, state_bytes = c.layer.state_bf16 ? 2 : 4, recs = c.folds() ? c.layer.records : 0;
   p.ctas = c.items() * split;
-  const heuristics::StepLayout lay =
-      heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms);
+  const int prefer = q == 1 && split == 1 && c.layer.state_bf16 && p.gate_mode != GateMode::kPerItem
+                         ? heuristics::kStepBf16Q1CtasPerSm
+                         : heuristics::kStepCtasPerSm;
+  const heuristics::StepLayout lay = heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm,
+                                                             c.dev.smem_optin, p.ctas, c.dev.sms, prefer);
   if (c.dev.smem_optin > 0 && lay.stages == 0)
     return "needs " + std::to_string(cuda_config::StepSmem{q, split, 1, state_bytes, recs, 2 + q}.bytes()) +
            " bytes of shared memory, the device allows " + std::to_string(c.dev.smem_optin);
@@ -224,9 +227,10 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     plan.gate_ws_rows = ws_rows;
   }
   plan.gate_mode = gm;
-  const Variant v = forced                    ? policy.variant
-                    : gm == GateMode::kShared ? heuristics::auto_variant_shared_gate(ctx.items(), key.mode, key.q)
-                                              : heuristics::auto_variant(ctx.items(), key.mode, key.q);
+  const Variant v = forced ? policy.variant
+                    : gm == GateMode::kShared
+                        ? heuristics::auto_variant_shared_gate(ctx.items(), key.mode, key.q, layer.state_bf16)
+                        : heuristics::auto_variant(ctx.items(), key.mode, key.q, layer.state_bf16);
   return plan_cuda(ctx, plan, v, forced);
 }
 

@@ -507,6 +507,39 @@ TEST_F(CudaVsCpu, SharedGateEveryStepKind) {
   }
 }
 
+/// bf16 state, q = 1, gate modes 1 and 2 on a grid that fills the GPU more than twice: the
+/// Wide kernel cut for six CTAs per SM (its plan says so), decode and append (Qr 4 and 16),
+/// both layouts, with and without the output norm, forced and auto, against the CPU backend.
+TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
+  uint32_t seed = 6600;
+  int cases = 0;
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend})
+    for (int rep = 0; rep < 4; ++rep) {
+      Config c;
+      c.mode = m;
+      c.state_bf16 = true;
+      c.H = 4;
+      c.B = 80;  // 320 items
+      c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
+      c.gate1 = rep % 2 == 0;
+      c.gate2 = !c.gate1;
+      c.ds = rep < 2;
+      c.output_norm = rep != 1;
+      c.Qr = rep % 2 ? 16 : 4;
+      c.lower_bound = rep & 1;
+      {
+        World w(c, seed);
+        PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+        gk.prepare(w.caches(true));
+        const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
+        EXPECT_EQ(pl.ctas_per_sm, 6) << c.name() << ": " << pl.describe();
+      }
+      run_case(c, seed++);
+      ++cases;
+    }
+  std::cout << "[cuda-vs-cpu] bf16, six CTAs per SM: " << cases << " configurations\n";
+}
+
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
   uint32_t seed = 77;
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})

@@ -93,8 +93,9 @@ TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
 
 /// What auto must pick for `items` on `d` (the measured table of kda/heuristics.h, with its
 /// fallbacks: WS only where its layout and shared memory fit, Split only with clusters).
-Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1) {
-  Variant v = kda::heuristics::auto_variant(items, m, q);
+Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1,
+                      bool state_bf16 = false) {
+  Variant v = kda::heuristics::auto_variant(items, m, q, state_bf16);
   if (v == Variant::kWS && (!stream_fits || m == StepMode::kAppend)) v = Variant::kWide;
   if (v == Variant::kSplit && !d.clusters) v = Variant::kWide;
   return v;
@@ -108,12 +109,16 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
   for (bool clusters : {true, false})
     for (StepMode m : kModes)
       for (int H : {1, 3, 4, 12, 32, 96})
-        for (int B : {1, 2, 4, 16, 64, 256}) {
+        for (int B : {1, 2, 4, 16, 64, 256})
+         for (bool bf16 : {false, true}) {
           const int q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : 4;
           const int64_t items = int64_t(B) * H;
           const DeviceInfo dd = gpu(clusters);
-          const Plan p = kda::plan_step({m, B, q}, pol(), shape(H), dd);  // stream_ok = false
-          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q)) << StepKey{m, B, q}.describe() << " H " << H;
+          LayerShape l = shape(H);  // stream_ok = false
+          l.state_bf16 = bf16;
+          const Plan p = kda::plan_step({m, B, q}, pol(), l, dd);
+          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q, bf16))
+              << StepKey{m, B, q}.describe() << " H " << H << (bf16 ? " bf16" : "");
           EXPECT_EQ(p.gate_mode, GateMode::kPerItem);
           EXPECT_EQ(p.fallback != nullptr, p.needs_aligned_inputs);
           if (p.variant == Variant::kWide) {
@@ -131,6 +136,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
     for (size_t i = 1; i < std::size(rules); ++i) EXPECT_GT(rules[i].min_items, rules[i - 1].min_items);
   };
   sorted(kda::heuristics::kDecodeRules);
+  sorted(kda::heuristics::kDecodeBf16Rules);
   sorted(kda::heuristics::kAppendRules);
   sorted(kda::heuristics::kPerTokenQ1Rules);
   sorted(kda::heuristics::kPerTokenRules);
@@ -230,10 +236,49 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
     EXPECT_EQ(kda::plan_step({m, B, q}, pol(), l, cpu()).gate_mode, GateMode::kPerItem) << "the CPU runs mode 0";
     LayerShape bf = l;
     bf.state_bf16 = true;
-    EXPECT_EQ(kda::plan_step({m, B, q}, pol(), bf, d).gate_mode,
-              m == StepMode::kDecode ? GateMode::kPerItem : GateMode::kShared)
-        << "bf16 state: decode keeps mode 0";
+    EXPECT_EQ(kda::plan_step({m, B, q}, pol(), bf, d).gate_mode, GateMode::kShared) << "bf16 state";
   }
+  // bf16 decode takes mode 1 from its own threshold (its Wide kernel runs six CTAs per SM)
+  const int H = 96;
+  int B = 1;
+  while (!kda::heuristics::auto_shared_gate(int64_t(H) * B, StepMode::kDecode, 1, /*state_bf16=*/true)) ++B;
+  EXPECT_LT(B, 64) << "bf16 decode pays from fewer items than fp32";
+  LayerShape bf = shape(H);
+  bf.state_bf16 = true;
+  bf.gate_ws_rows = kda::cuda_config::gate_ws_rows(B);
+  EXPECT_EQ(kda::plan_step({StepMode::kDecode, B, 1}, pol(), bf, d).gate_mode, GateMode::kShared);
+  EXPECT_EQ(kda::plan_step({StepMode::kDecode, B - 1, 1}, pol(), bf, d).gate_mode, GateMode::kPerItem);
+}
+
+TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
+  // q = 1 Wide steps with bf16 state in gate modes 1 and 2 have a kernel cut for six CTAs per
+  // SM (heuristics::kStepBf16Q1CtasPerSm); gate mode 0 (its F_B registers), fp32 state,
+  // verify steps and grids that do not fill the GPU twice keep the four-CTA layout rules.
+  DeviceInfo d = gpu();
+  d.smem_per_sm = 233472;  // the H200's
+  auto plan = [&](StepMode m, int q, bool bf16, GateMode g, int records = 8, int B = 256) {
+    LayerShape l = shape(96);
+    l.state_bf16 = bf16;
+    l.records = records;
+    l.window = 2 + q;
+    l.gate_ws_rows = INT64_MAX;
+    return kda::plan_step({m, B, q}, pol(Variant::kWide, g), l, d);
+  };
+  for (GateMode g : {GateMode::kShared, GateMode::kPrecomputed}) {
+    for (int qr : {4, 8, 16}) {
+      const Plan a = plan(StepMode::kAppend, 1, true, g, qr);
+      EXPECT_EQ(a.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm) << "append Qr = " << qr;
+      EXPECT_LE(a.ctas_per_sm * (a.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
+    }
+    const Plan p = plan(StepMode::kDecode, 1, true, g);
+    EXPECT_EQ(p.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm);
+    EXPECT_EQ(p.ring_stages, kda::cuda_config::chunks_per_cta(1)) << "a bf16 item's state in flight at once";
+    EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
+    EXPECT_EQ(plan(StepMode::kDecode, 1, false, g).ctas_per_sm, 4) << "fp32 state";
+    EXPECT_LE(plan(StepMode::kRecord, 4, true, g).ctas_per_sm, 4) << "verify steps";
+    EXPECT_EQ(plan(StepMode::kDecode, 1, true, g, 8, 2).ctas_per_sm, 2) << "a grid that does not fill the GPU twice";
+  }
+  EXPECT_EQ(plan(StepMode::kDecode, 1, true, GateMode::kPerItem).ctas_per_sm, 4) << "gate mode 0";
 }
 
 TEST(Plan, WsPlansARingThatFits) {

@@ -315,7 +315,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 4; ++shape) {
+      for (int shape = 0; shape < 5; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -336,6 +336,11 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 4, c.B = 136, c.q = q1 ? 1 : 2;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1;
           c.gate1 = v != Variant::kWS;  // several gate tiles (136·q rows), a partial last one
+        } else if (shape == 4) {  // bf16 state, 544 items: the Wide kernel at six CTAs per SM
+          if (!gpu || v != Variant::kWide || (k != Kind::kDecode && k != Kind::kAppend)) continue;
+          c.H = 4, c.B = 136, c.q = 1;
+          c.ds = false, c.lb = true, c.bias = true, c.layout = 1, c.null_slot = -1;
+          c.state_bf16 = true, c.gate1 = true;
         } else {  // q = 16, gate mode 2, column-major tables, a null slot that is not 0
           if (q1 && k != Kind::kDecode) continue;
           // two WS ring stages of q = 16 do not fit: 'ws' refuses these keys when planned

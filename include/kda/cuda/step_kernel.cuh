@@ -59,13 +59,16 @@ namespace cg = cooperative_groups;
 /// held across the token loop) made the kernel spill 128 bytes; gate modes 1 and 2 run an
 /// instantiation without it: no spills, and record / fused / per_token steps 2–15% faster
 /// (docs/data/ladder_s13/run5: 12–15% at q = 2, 7–9% at q = 4, 2–4% at q = 16). q = 1 has one instantiation (it does not spill).
-template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true>
+template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true, int MIN_BLOCKS_ = 4>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
   using StateT = StateT_;
   static constexpr int kQ = Q_;
   static constexpr bool kGateFb = GATE_FB_;
-  static constexpr int kMinBlocks = 4;
+  static constexpr int kMinBlocks = MIN_BLOCKS_;
+  /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
+  /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
+  static constexpr bool kLeanVectors = Q_ == 1 && MIN_BLOCKS_ > 4;
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -277,7 +280,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       } else {
         z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
       }
-      if (gpart == 0) s_g[t * K + gi] = activate_gate(z + dtb, a, lb, p.lower_bound);
+      if (gpart == 0) {
+        const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
+        s_g[t * K + gi] = g;
+        if constexpr (T::kLeanVectors) s_e[gi] = decay_of(g);
+      }
     }
   }
 
@@ -364,8 +371,13 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // ---- token vectors: q = 1 in registers (the lane's columns); else in place in shared
   //      memory (k normalised, q normalised and scaled, e = exp(g), k·q), one more barrier ----
   float4 k4, q4, e4;
-  float kq1 = 0.f;
-  if constexpr (T::kQ == 1) {
+  float kq1 = 0.f, ik1 = 0.f, iq1 = 0.f;
+  if constexpr (T::kLeanVectors) {
+    const TokenNorms n = token_norms(s_part, 0);
+    ik1 = n.ik;
+    iq1 = n.iq;
+    kq1 = n.qk * n.ik * n.iq * kQScale;
+  } else if constexpr (T::kQ == 1) {
     const TokenNorms n = token_norms(s_part, 0);
     const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
     const float4 yq = *reinterpret_cast<const float4*>(s_yq + lane * 4);
@@ -464,7 +476,14 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
     for (int t = 0; t < q; ++t) {
       float kq = kq1;
-      if constexpr (T::kQ != 1) {
+      if constexpr (T::kLeanVectors) {
+        const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
+        const float4 yq = *reinterpret_cast<const float4*>(s_yq + lane * 4);
+        k4 = make_float4(yk.x * ik1, yk.y * ik1, yk.z * ik1, yk.w * ik1);
+        // the same two roundings as the register path: (y_q · 1/|y_q|) · scale
+        q4 = make_float4(yq.x * iq1 * kQScale, yq.y * iq1 * kQScale, yq.z * iq1 * kQScale, yq.w * iq1 * kQScale);
+        e4 = *reinterpret_cast<const float4*>(s_e + lane * 4);
+      } else if constexpr (T::kQ != 1) {
         k4 = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
         q4 = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
         e4 = *reinterpret_cast<const float4*>(s_e + t * K + lane * 4);
