@@ -16,6 +16,9 @@
 //          windows (SD, bf16) and writes the new window columns, the l2 norms, β, and the
 //          prepared vectors; checked against a CPU reference on a sample of items
 //   split  prep then rows in each step of the graph: the split decode step
+//   empty  one step's fixed cost: the PDL hand-over, the slot load, one store per CTA
+//   move/S the state only, an item's rows over S ∈ {1, 2, 4, 8} CTAs, every chunk in flight
+//          at once: with `empty`, the floor of any step structure at small batch
 //
 // Timing follows BENCHMARKS.md: one CUDA graph of N steps on disjoint slots (pool ≫ 5× L2),
 // 15 replays, median / N; the floor counts what the row kernel moves (state read + write,
@@ -256,6 +259,53 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
       const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
       a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * nw * og);
     }
+  }
+}
+
+/// The floor rungs of a small batch: `empty` is one step's fixed cost (the PDL hand-over, the
+/// request's slot load, one store per CTA); `move/S` moves an item's state with its rows over
+/// S CTAs (128 / S rows each, every chunk of them in flight at once: one bulk copy per chunk of
+/// min(32, 128 / S) rows), scaled by 0.999 and stored back, no KDA arithmetic. Together they
+/// bound what any structure of the step can reach at one request (issue "Decode faster than
+/// vLLM's K3 kernel": B = 1 <= 5 us).
+__global__ void __launch_bounds__(kThreads) empty_kernel(const __grid_constant__ Args a) {
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  const int item = blockIdx.x, b = item / a.H;
+  if (threadIdx.x == 0) a.out[item] = uint16_t(a.slots[b]);
+}
+
+template <int S>
+__global__ void __launch_bounds__(kThreads) move_split_kernel(const __grid_constant__ Args a) {
+  constexpr int kRows = K / S, kCr = kRows < 32 ? kRows : 32, kNc = kRows / kCr, kRpw = kCr / 8;
+  static_assert(kRpw >= 1 && kRpw * 8 == kCr, "rows per warp");
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kNc];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x / S, rank = blockIdx.x % S, b = item / a.H, h = item % a.H;
+  if (tid == 0) {
+    for (int c = 0; c < kNc; ++c) ptx::mbarrier_init(&full[c], 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  float* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile + rank * kRows * K;
+  if (tid == 0)
+    for (int c = 0; c < kNc; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kCr * K * 4);
+      bulk_g2s(smem + c * kCr * K * 4, tile + c * kCr * K, kCr * K * 4, &full[c]);
+    }
+  for (int c = 0; c < kNc; ++c) {
+    mbar_wait(&full[c], 0);
+    const float* st = reinterpret_cast<const float*>(smem + c * kCr * K * 4) + warp * kRpw * K + lane * 4;
+    float4 v[kRpw];
+#pragma unroll
+    for (int i = 0; i < kRpw; ++i) {
+      v[i] = *reinterpret_cast<const float4*>(st + i * K);
+      v[i].x *= 0.999f, v[i].y *= 0.999f, v[i].z *= 0.999f, v[i].w *= 0.999f;
+    }
+    kda::cuda::store_tile<float, kRpw>(tile + (c * kCr + warp * kRpw) * K + lane * 4, v);
   }
 }
 
@@ -585,6 +635,62 @@ int main(int argc, char** argv) {
                 us / (step_bytes / ceiling * 1e6));
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
+  }
+  // ---- the small-batch floor rungs: empty, move/S (S CTAs per item) --------------------------
+  {
+    const void* fns[] = {
+        reinterpret_cast<const void*>(empty_kernel), reinterpret_cast<const void*>(move_split_kernel<1>),
+        reinterpret_cast<const void*>(move_split_kernel<2>), reinterpret_cast<const void*>(move_split_kernel<4>),
+        reinterpret_cast<const void*>(move_split_kernel<8>)};
+    const char* fnames[] = {"empty", "move/1", "move/2", "move/4", "move/8"};
+    const int splits[] = {1, 1, 2, 4, 8};
+    for (int f = 0; f < 5; ++f) {
+      const int S = splits[f];
+      const int smem = f == 0 ? 0 : (K / S) * K * 4;
+      if (smem > 48 * 1024) CK(cudaFuncSetAttribute(fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < N; ++i) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(unsigned(items * S));
+        cfg.blockDim = dim3(kThreads);
+        cfg.dynamicSmemBytes = size_t(smem);
+        cfg.stream = st;
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        Args ai = args(i);
+        void* kargs[] = {&ai};
+        CK(cudaLaunchKernelExC(&cfg, fns[f], kargs));
+      }
+      CK(cudaStreamEndCapture(st, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(ge, st));
+      std::vector<float> ms;
+      cudaEvent_t e0, e1;
+      CK(cudaEventCreate(&e0));
+      CK(cudaEventCreate(&e1));
+      for (int r = 0; r < 15; ++r) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      const double us = ms[ms.size() / 2] * 1e3 / N;
+      const double bytes = f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4;
+      const double fl = bytes / ceiling * 1e6;
+      std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", fnames[f], us, fl, fl > 0 ? us / fl : 0.0,
+                  100.0 * (bytes / (us * 1e-6)) / ceiling, us / (step_bytes / ceiling * 1e6));
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+    }
   }
   if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);
   return failed ? 1 : 0;

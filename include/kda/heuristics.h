@@ -77,6 +77,15 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 #endif
 inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 inline constexpr int64_t kStepStageBytes = KDA_STEP_STAGE_BYTES;
+/// Ladder knob, off by default: a Split/Wide CTA of a grid that does not fill the GPU twice
+/// asks for at least this much dynamic shared memory, which caps how many CTAs of consecutive
+/// steps (programmatic dependent launch lets the next step's CTAs in early) share an SM. The
+/// question it measures: the bf16 Wide kernel at 96–383 items (`kDecodeBf16Rules`) is slower
+/// than the fp32 one, whose CTAs are twice as large.
+#ifndef KDA_STEP_SMALL_GRID_SMEM
+#define KDA_STEP_SMALL_GRID_SMEM 0
+#endif
+inline constexpr int64_t kStepSmallGridSmem = KDA_STEP_SMALL_GRID_SMEM;
 /// Shared memory an SM spends on a CTA besides its dynamic shared memory: the driver's
 /// reservation (1 KiB on sm_90) and the kernel's static mbarriers.
 inline constexpr int64_t kStepSmemPerCtaOverhead = 1024 + 256;
@@ -113,6 +122,8 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
       const int64_t bytes = L.bytes();
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
+      if (small && kStepSmallGridSmem > bytes && kStepSmallGridSmem + 256 <= smem_optin)
+        return {st, cps, kStepSmallGridSmem};
       return {st, cps, bytes};
     }
   }
