@@ -16,6 +16,7 @@
 //          windows (SD, bf16) and writes the new window columns, the l2 norms, β, and the
 //          prepared vectors; checked against a CPU reference on a sample of items
 //   split  prep then rows in each step of the graph: the split decode step
+//   rows/q4 the row loop of a record step of 4 tokens with prepared vectors (timing only)
 //   empty  one step's fixed cost: the PDL hand-over, the slot load, one store per CTA
 //   move/S the state only, an item's rows over S ∈ {1, 2, 4, 8} CTAs, every chunk in flight
 //          at once: with `empty`, the floor of any step structure at small batch
@@ -258,6 +259,88 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
       ss = kda::cuda::warp_sum(ss);
       const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
       a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * nw * og);
+    }
+  }
+}
+
+/// `rows/q4`: the row loop of a record verify step of Q tokens with its prologue done — Q sets
+/// of prepared vectors per item, per chunk the Q delta-rule tokens of item.cuh (the step
+/// kernel's arithmetic), u of every row and token written as the step's records are, o
+/// written as bf16 (no RMSNorm), the state not written back (record). Timing only: it asks
+/// whether the record step's target (<= 1.1x decode) is reachable with this row loop at all,
+/// next to `kda_bench --mode record --q 4` at the same H and B.
+struct ArgsQ {
+  const float* state;    // [slots, H, V, K]
+  const int32_t* slots;  // [B]
+  const float* prep;     // [B·H, Q, kPrep]
+  float* rec;            // [B·H, Q, K] u per token
+  uint16_t* out;         // [B·H, Q, K] bf16(o)
+  int H;
+};
+
+template <int Q>
+__global__ void __launch_bounds__(kThreads, 4) rows_q_kernel(const __grid_constant__ ArgsQ a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kStages], prep_bar;
+  constexpr int kPrepQBytes = Q * kPrepBytes, kStateOffQ = (kPrepQBytes + 127) / 128 * 128;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x, b = item / a.H, h = item % a.H;
+  float* s_prep = reinterpret_cast<float*>(smem);
+  unsigned char* s_state = smem + kStateOffQ;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(&prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  const float* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile;
+  if (tid == 0) {
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepQBytes);
+    bulk_g2s(s_prep, a.prep + int64_t(item) * Q * kPrep, kPrepQBytes, &prep_bar);
+    for (int c = 0; c < kStages; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
+      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
+    }
+  }
+  mbar_wait(&prep_bar, 0);
+  constexpr int G2 = 16 / kRPW;
+  const int urow = lane / G2;
+  const bool writer = lane % G2 == 0;
+#pragma unroll 1
+  for (int c = 0; c < kChunks; ++c) {
+    const int s = c % kStages;
+    mbar_wait(&full[s], uint32_t(c / kStages) & 1u);
+    const int crow = c * kChunk + warp * kRPW;
+    float4 S[kRPW];
+    const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
+    if (c + kStages < kChunks) {
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
+      ptx::fence_proxy_async(ptx::space_shared);
+      __syncthreads();
+      if (tid == 0) {
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
+        bulk_g2s(s_state + s * kStageBytes, tile + (c + kStages) * kChunk * K, kStageBytes, &full[s]);
+      }
+    }
+    for (int t = 0; t < Q; ++t) {
+      const float* pt = s_prep + t * kPrep;
+      const float4 k4 = *reinterpret_cast<const float4*>(pt + 0 * K + lane * 4);
+      const float4 q4 = *reinterpret_cast<const float4*>(pt + 1 * K + lane * 4);
+      const float4 e4 = *reinterpret_cast<const float4*>(pt + 2 * K + lane * 4);
+      float u, o;
+      kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, pt[4 * K], pt[4 * K + 1], pt + 3 * K + crow, lane, u, o);
+      if (writer) {
+        const int64_t r = (int64_t(item) * Q + t) * K + crow;
+        if (lane < 16)
+          a.rec[r + urow] = u;
+        else
+          a.out[r + urow - kRPW] = kda::f32_to_bf16(o);
+      }
     }
   }
 }
@@ -636,6 +719,73 @@ int main(int argc, char** argv) {
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
   }
+  // ---- rows/q4: the record step's row loop alone (timing only) --------------------------------
+  {
+    constexpr int Q = 4;
+    const int smem = (Q * kPrepBytes + 127) / 128 * 128 + kStages * kStageBytes;
+    CK(cudaFuncSetAttribute(rows_q_kernel<Q>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    // each token of an item takes the item's prepared vectors (the arithmetic, not the values, is timed)
+    std::vector<float> pq(prep_h.size() * Q);
+    for (size_t it = 0; it < size_t(N) * items; ++it)
+      for (int t = 0; t < Q; ++t)
+        std::copy(prep_h.begin() + it * kPrep, prep_h.begin() + (it + 1) * kPrep, pq.begin() + (it * Q + t) * kPrep);
+    float *prepq, *rec;
+    uint16_t* outq;
+    CK(cudaMalloc(&prepq, pq.size() * 4));
+    CK(cudaMemcpy(prepq, pq.data(), pq.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&rec, size_t(N) * items * Q * K * 4));
+    CK(cudaMalloc(&outq, size_t(N) * items * Q * K * 2));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < N; ++i) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(unsigned(items));
+      cfg.blockDim = dim3(kThreads);
+      cfg.dynamicSmemBytes = size_t(smem);
+      cfg.stream = st;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr.val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      const ArgsQ aq{state,
+                     slots + size_t(i) * B,
+                     prepq + size_t(i) * items * Q * kPrep,
+                     rec + size_t(i) * items * Q * K,
+                     outq + size_t(i) * items * Q * K,
+                     H};
+      CK(cudaLaunchKernelEx(&cfg, rows_q_kernel<Q>, aq));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(ge, st));
+    std::vector<float> ms;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int r = 0; r < 15; ++r) {
+      CK(cudaEventRecord(e0, st));
+      CK(cudaGraphLaunch(ge, st));
+      CK(cudaEventRecord(e1, st));
+      CK(cudaEventSynchronize(e1));
+      float t;
+      CK(cudaEventElapsedTime(&t, e0, e1));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double us = ms[ms.size() / 2] * 1e3 / N;
+    const double bytes = double(items) * (kTile * 4.0 + Q * (kPrepBytes + K * 4 + K * 2));
+    const double fl = bytes / ceiling * 1e6;
+    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", "rows/q4", us, fl, us / fl,
+                100.0 * (bytes / (us * 1e-6)) / ceiling, us / (step_bytes / ceiling * 1e6));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaFree(prepq));
+    CK(cudaFree(rec));
+    CK(cudaFree(outq));
+  }
+
   // ---- the small-batch floor rungs: empty, move/S (S CTAs per item) --------------------------
   {
     const void* fns[] = {
