@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.h"
+#include "bench_cuda.h"
 #include "kda/numerics.h"
 #include "kda/prepared.h"
 
@@ -45,37 +45,6 @@ std::vector<int> parse_list(const std::string& s) {
   std::string tok;
   while (std::getline(ss, tok, ',')) v.push_back(std::stoi(tok));
   return v;
-}
-
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-/// Device copy ceiling (read + write bytes per second).
-double measure_ceiling() {
-  const size_t bytes = size_t(1) << 30;
-  void *a, *b;
-  CK(cudaMalloc(&a, bytes));
-  CK(cudaMalloc(&b, bytes));
-  CK(cudaMemset(a, 1, bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-  std::vector<float> ms;
-  for (int i = 0; i < 15; ++i) {
-    CK(cudaEventRecord(e0));
-    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float t;
-    CK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
-  }
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * bytes / (median(ms) * 1e-3);
 }
 
 /// Frees every device allocation made through dalloc when it goes out of scope (also when
@@ -281,35 +250,13 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
       kda.run(pv, ov, caches, a);
     }
   };
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  enqueue();
-  CK(cudaStreamEndCapture(s, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
-  CK(cudaStreamSynchronize(s));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 15; ++i) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float t;
-    CK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
-  }
+  const float ms = graph_replay_ms(s, enqueue);
   const Status st = kda.status(s);
   if (!st.ok()) std::fprintf(stderr, "warning: status %s\n", st.describe().c_str());
-  const double us = median(ms) * 1e3 / steps;
+  const double us = ms * 1e3 / steps;
   const double bytes = floor_bytes(mode, H, B, q, pending_n, bf16_state, gate2, Qr);
   Result r{us,         bytes / ceiling * 1e6, bytes / (us * 1e-6) / 1e9, variant_name(plan.variant),
            plan.split, int(plan.gate_mode)};
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
   return r;
 }
@@ -388,7 +335,7 @@ int main(int argc, char** argv) {
       if (int(e[0]) == H && int(e[1]) == B) return e[2];
     return 0.0;
   };
-  const double ceiling = measure_ceiling();
+  const double ceiling = copy_ceiling();
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write)\n", prop.name,

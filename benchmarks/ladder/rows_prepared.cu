@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "../cuda_check.h"
+#include "../bench_cuda.h"
 #include "kda/cuda/item.cuh"
 
 namespace ptx = ::cuda::ptx;
@@ -176,6 +176,28 @@ struct Args {
   int H;
 };
 
+/// The chunk pipeline of the row kernels (the step kernel's): waits for chunk c, reads the
+/// warp's kRPW rows of it into S, and hands the stage to chunk c + kStages (loads performed,
+/// proxies fenced, then the barrier) when there is one.
+__device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_state, uint64_t* full, const float* tile,
+                                         int c, int tid, int warp, int lane) {
+  const int s = c % kStages;
+  mbar_wait(&full[s], uint32_t(c / kStages) & 1u);
+  const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
+#pragma unroll
+  for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
+  if (c + kStages < kChunks) {
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
+    ptx::fence_proxy_async(ptx::space_shared);
+    __syncthreads();
+    if (tid == 0) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
+      bulk_g2s(s_state + s * kStageBytes, tile + (c + kStages) * kChunk * K, kStageBytes, &full[s]);
+    }
+  }
+}
+
 template <bool kMath>
 __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant__ Args a) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -222,24 +244,9 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
   const bool writer = lane % G2 == 0;
 #pragma unroll 1
   for (int c = 0; c < kChunks; ++c) {
-    const int s = c % kStages;
-    mbar_wait(&full[s], uint32_t(c / kStages) & 1u);
     const int crow = c * kChunk + warp * kRPW;
     float4 S[kRPW];
-    const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
-#pragma unroll
-    for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
-    if (c + kStages < kChunks) {
-      // the step kernel's refill: loads performed, proxies fenced, then the stage is handed on
-#pragma unroll
-      for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
-      ptx::fence_proxy_async(ptx::space_shared);
-      __syncthreads();
-      if (tid == 0) {
-        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
-        bulk_g2s(s_state + s * kStageBytes, tile + (c + kStages) * kChunk * K, kStageBytes, &full[s]);
-      }
-    }
+    chunk_in(S, s_state, full, tile, c, tid, warp, lane);
     if (kMath) {
       float u, o;
       kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, kq, s_prep + 3 * K + crow, lane, u, o);
@@ -310,23 +317,9 @@ __global__ void __launch_bounds__(kThreads, 4) rows_q_kernel(const __grid_consta
   const bool writer = lane % G2 == 0;
 #pragma unroll 1
   for (int c = 0; c < kChunks; ++c) {
-    const int s = c % kStages;
-    mbar_wait(&full[s], uint32_t(c / kStages) & 1u);
     const int crow = c * kChunk + warp * kRPW;
     float4 S[kRPW];
-    const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
-#pragma unroll
-    for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
-    if (c + kStages < kChunks) {
-#pragma unroll
-      for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
-      ptx::fence_proxy_async(ptx::space_shared);
-      __syncthreads();
-      if (tid == 0) {
-        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
-        bulk_g2s(s_state + s * kStageBytes, tile + (c + kStages) * kChunk * K, kStageBytes, &full[s]);
-      }
-    }
+    chunk_in(S, s_state, full, tile, c, tid, warp, lane);
     for (int t = 0; t < Q; ++t) {
       const float* pt = s_prep + t * kPrep;
       const float4 k4 = *reinterpret_cast<const float4*>(pt + 0 * K + lane * 4);
@@ -416,6 +409,23 @@ void ref_item(const float* S0, const float* p, const float og_in, const float* n
 }
 
 float bf16f(uint16_t x) { return kda::bf16_to_f32(x); }
+
+/// One launch of `kernel` on `grid` CTAs of kThreads with programmatic dependent launch, as
+/// the step kernels are launched.
+template <class Args_>
+void launch_pdl(void (*kernel)(Args_), dim3 grid, size_t smem, cudaStream_t s, const Args_& args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, kernel, args));
+}
 
 int main(int argc, char** argv) {
   // positional H B; a trailing "--csv FILE" (scripts/gpu_run.sh ladder stage) is skipped: the
@@ -627,31 +637,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- the copy ceiling and the rungs ---------------------------------------------------
-  double ceiling;
-  {
-    const size_t n = size_t(1) << 30;
-    void *x, *y;
-    CK(cudaMalloc(&x, n));
-    CK(cudaMalloc(&y, n));
-    CK(cudaMemset(x, 1, n));
-    std::vector<float> ms;
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int r = 0; r < 18; ++r) {
-      CK(cudaEventRecord(e0));
-      CK(cudaMemcpyAsync(y, x, n, cudaMemcpyDeviceToDevice));
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
-      if (r >= 3) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    ceiling = 2.0 * n / (ms[ms.size() / 2] * 1e-3);
-    CK(cudaFree(x));
-    CK(cudaFree(y));
-  }
+  const double ceiling = copy_ceiling();
   const double row_bytes = double(items) * (2.0 * kTile * 4 + kPrepBytes + K * 2 + K * 2);
   const double step_bytes = double(items) * (2.0 * kTile * 4 + 2 * 3 * K * 3 * 2 + 4 * K * 2 + 2 + K * 2) +
                             double(B) * K * 2 + double(H) * (K * K * 2 + 3 * 4 * K * 4);
@@ -660,64 +646,33 @@ int main(int argc, char** argv) {
   std::printf("%-6s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  const char* names[] = {"move", "rows", "prep", "split"};
+  // one rung: N steps of `enqueue_step(i)` in a graph (BENCHMARKS.md), its line of the table
+  auto rung = [&](const char* name, double bytes, auto&& enqueue_step) {
+    const double us = graph_replay_ms(st,
+                                      [&] {
+                                        for (int i = 0; i < N; ++i) enqueue_step(i);
+                                      }) *
+                      1e3 / N;
+    const double fl = bytes / ceiling * 1e6;
+    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", name, us, fl, fl > 0 ? us / fl : 0.0,
+                100.0 * (bytes / (us * 1e-6)) / ceiling, us / (step_bytes / ceiling * 1e6));
+  };
   // the prologue's bytes: windows read + written, its rows (q, k, v, beta, f_a), the prepared
   // vectors written, F_B once per CTA
   const double prep_bytes = double(items) * (2.0 * 3 * K * 3 * 2 + 3 * K * 2 + 2 + kPrepBytes) + double(B) * K * 2 +
                             double(H) * ((B + kRB - 1) / kRB) * K * K * 2;
-  for (int rung = 0; rung < 4; ++rung) {
-    const bool math = rung == 1 || rung == 3, with_prep = rung >= 2, with_rows = rung != 2;
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < N; ++i) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(unsigned(items));
-      cfg.blockDim = dim3(kThreads);
-      cfg.dynamicSmemBytes = kSmem;
-      cfg.stream = st;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr.val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      if (with_prep) {
-        cudaLaunchConfig_t pc = cfg;
-        pc.gridDim = prep_grid;
-        pc.dynamicSmemBytes = kPrepSmem;
-        CK(cudaLaunchKernelEx(&pc, prep_kernel, prep_args(i)));
-      }
-      const Args ai = args(i);
+  const char* names[] = {"move", "rows", "prep", "split"};
+  for (int r = 0; r < 4; ++r) {
+    const bool math = r == 1 || r == 3, with_prep = r >= 2, with_rows = r != 2;
+    const double bytes = r == 0   ? double(items) * 2.0 * kTile * 4
+                         : r == 1 ? row_bytes
+                         : r == 2 ? prep_bytes
+                                  : row_bytes + prep_bytes;
+    rung(names[r], bytes, [&](int i) {
+      if (with_prep) launch_pdl(prep_kernel, prep_grid, kPrepSmem, st, prep_args(i));
       if (with_rows)
-        CK(math ? cudaLaunchKernelEx(&cfg, rows_kernel<true>, ai) : cudaLaunchKernelEx(&cfg, rows_kernel<false>, ai));
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(ge, st));
-    std::vector<float> ms;
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int r = 0; r < 15; ++r) {
-      CK(cudaEventRecord(e0, st));
-      CK(cudaGraphLaunch(ge, st));
-      CK(cudaEventRecord(e1, st));
-      CK(cudaEventSynchronize(e1));
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const double us = ms[ms.size() / 2] * 1e3 / N;
-    const double bytes = rung == 0   ? double(items) * 2.0 * kTile * 4
-                         : rung == 1 ? row_bytes
-                         : rung == 2 ? prep_bytes
-                                     : row_bytes + prep_bytes;
-    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", names[rung], us, bytes / ceiling * 1e6,
-                us / (bytes / ceiling * 1e6), 100.0 * (bytes / (us * 1e-6)) / ceiling,
-                us / (step_bytes / ceiling * 1e6));
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
+        launch_pdl(math ? rows_kernel<true> : rows_kernel<false>, dim3(unsigned(items)), kSmem, st, args(i));
+    });
   }
   // ---- rows/q4: the record step's row loop alone (timing only) --------------------------------
   {
@@ -735,111 +690,31 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(prepq, pq.data(), pq.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&rec, size_t(N) * items * Q * K * 4));
     CK(cudaMalloc(&outq, size_t(N) * items * Q * K * 2));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < N; ++i) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(unsigned(items));
-      cfg.blockDim = dim3(kThreads);
-      cfg.dynamicSmemBytes = size_t(smem);
-      cfg.stream = st;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr.val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
+    rung("rows/q4", double(items) * (kTile * 4.0 + Q * (kPrepBytes + K * 4 + K * 2)), [&](int i) {
       const ArgsQ aq{state,
                      slots + size_t(i) * B,
                      prepq + size_t(i) * items * Q * kPrep,
                      rec + size_t(i) * items * Q * K,
                      outq + size_t(i) * items * Q * K,
                      H};
-      CK(cudaLaunchKernelEx(&cfg, rows_q_kernel<Q>, aq));
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(ge, st));
-    std::vector<float> ms;
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int r = 0; r < 15; ++r) {
-      CK(cudaEventRecord(e0, st));
-      CK(cudaGraphLaunch(ge, st));
-      CK(cudaEventRecord(e1, st));
-      CK(cudaEventSynchronize(e1));
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const double us = ms[ms.size() / 2] * 1e3 / N;
-    const double bytes = double(items) * (kTile * 4.0 + Q * (kPrepBytes + K * 4 + K * 2));
-    const double fl = bytes / ceiling * 1e6;
-    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", "rows/q4", us, fl, us / fl,
-                100.0 * (bytes / (us * 1e-6)) / ceiling, us / (step_bytes / ceiling * 1e6));
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
+      launch_pdl(rows_q_kernel<Q>, dim3(unsigned(items)), size_t(smem), st, aq);
+    });
     CK(cudaFree(prepq));
     CK(cudaFree(rec));
     CK(cudaFree(outq));
   }
-
   // ---- the small-batch floor rungs: empty, move/S (S CTAs per item) --------------------------
   {
-    const void* fns[] = {
-        reinterpret_cast<const void*>(empty_kernel), reinterpret_cast<const void*>(move_split_kernel<1>),
-        reinterpret_cast<const void*>(move_split_kernel<2>), reinterpret_cast<const void*>(move_split_kernel<4>),
-        reinterpret_cast<const void*>(move_split_kernel<8>)};
+    void (*const fns[])(Args) = {empty_kernel, move_split_kernel<1>, move_split_kernel<2>, move_split_kernel<4>,
+                                 move_split_kernel<8>};
     const char* fnames[] = {"empty", "move/1", "move/2", "move/4", "move/8"};
     const int splits[] = {1, 1, 2, 4, 8};
     for (int f = 0; f < 5; ++f) {
       const int S = splits[f];
       const int smem = f == 0 ? 0 : (K / S) * K * 4;
       if (smem > 48 * 1024) CK(cudaFuncSetAttribute(fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < N; ++i) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(unsigned(items * S));
-        cfg.blockDim = dim3(kThreads);
-        cfg.dynamicSmemBytes = size_t(smem);
-        cfg.stream = st;
-        cudaLaunchAttribute attr{};
-        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr.val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
-        Args ai = args(i);
-        void* kargs[] = {&ai};
-        CK(cudaLaunchKernelExC(&cfg, fns[f], kargs));
-      }
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(ge, st));
-      std::vector<float> ms;
-      cudaEvent_t e0, e1;
-      CK(cudaEventCreate(&e0));
-      CK(cudaEventCreate(&e1));
-      for (int r = 0; r < 15; ++r) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float t;
-        CK(cudaEventElapsedTime(&t, e0, e1));
-        ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double us = ms[ms.size() / 2] * 1e3 / N;
-      const double bytes = f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4;
-      const double fl = bytes / ceiling * 1e6;
-      std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", fnames[f], us, fl, fl > 0 ? us / fl : 0.0,
-                  100.0 * (bytes / (us * 1e-6)) / ceiling, us / (step_bytes / ceiling * 1e6));
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
+      rung(fnames[f], f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4,
+           [&](int i) { launch_pdl(fns[f], dim3(unsigned(items * S)), size_t(smem), st, args(i)); });
     }
   }
   if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);

@@ -22,7 +22,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../cuda_check.h"
+#include "../bench_cuda.h"
 
 namespace ptx = cuda::ptx;
 constexpr int kTile = 128 * 128;  // floats per item
@@ -118,32 +118,6 @@ __global__ void __launch_bounds__(kThreads) ring_kernel(float* pool, int tiles, 
   }
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <class F>
-float time_ms(F&& launch) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) launch();
-  CK(cudaDeviceSynchronize());
-  std::vector<float> ms;
-  for (int i = 0; i < 15; ++i) {
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float t;
-    CK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
-  }
-  CK(cudaGetLastError());
-  return median(ms);
-}
-
 int main(int argc, char** argv) {
   const int items = argc > 1 ? std::atoi(argv[1]) : 24576;
   const size_t bytes = size_t(items) * kTile * 4;
@@ -153,12 +127,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  // ceiling: 1 GiB device-to-device copy, read + write
-  void *a, *b;
-  const size_t cb = size_t(1) << 30;
-  CK(cudaMalloc(&a, cb));
-  CK(cudaMalloc(&b, cb));
-  const double ceil = 2.0 * cb / (time_ms([&] { CK(cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice)); }) * 1e-3);
+  const double ceil = copy_ceiling();
   std::printf("# %s: copy ceiling %.0f GB/s; %d items (%.2f GB pool)\n", prop.name, ceil / 1e9, items, bytes / 1e9);
   std::printf("%-12s %10s %8s %7s\n", "kernel", "us", "GB/s", "%ceil");
   auto report = [&](const char* name, float ms) {
@@ -173,19 +142,19 @@ int main(int argc, char** argv) {
   for (int n : {1, 2, 3, 4, 6, 8}) {
     const int smem = std::min(max_smem, max_smem / n - 1024);
     std::snprintf(name, sizeof name, "regs/%d", n);
-    report(name, time_ms([&] { regs_kernel<<<items, kThreads, smem>>>(pool); }));
+    report(name, median_ms([&] { regs_kernel<<<items, kThreads, smem>>>(pool); }));
   }
   for (int n : {1, 2, 3}) {
     const int smem = std::max(kTile * 4, max_smem / n - 1024);
     std::snprintf(name, sizeof name, "tma/%d", n);
-    report(name, time_ms([&] { tma_kernel<<<items, kThreads, smem>>>(pool); }));
+    report(name, median_ms([&] { tma_kernel<<<items, kThreads, smem>>>(pool); }));
   }
   for (int c : {1, 2, 3}) {
     for (int s : {2, 3, 4, 6}) {
       const int smem = s * kHalf * 4;
       if (smem * c > max_smem - (c - 1) * 1024) continue;
       std::snprintf(name, sizeof name, "ring/%dx%d", c, s);
-      report(name, time_ms([&] { ring_kernel<<<sms * c, kThreads, smem>>>(pool, items * 2, s); }));
+      report(name, median_ms([&] { ring_kernel<<<sms * c, kThreads, smem>>>(pool, items * 2, s); }));
     }
   }
   return 0;

@@ -1,0 +1,75 @@
+// benchmarks/bench_cuda.h — what every benchmark program shares: CK(call), a CUDA runtime
+// call that must succeed (on an error it names the file, line, call and error, and exits with
+// status 1), and the timing protocol of BENCHMARKS.md: 3 warm-up runs, then the median of 15
+// runs timed with CUDA events; a CUDA graph replayed that way; the copy ceiling.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+/// `launch()` (work enqueued on stream `s`) 3 times untimed, then 15 times between two events
+/// on `s`: the median in ms.
+template <class F>
+float median_ms(F&& launch, cudaStream_t s = nullptr) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) launch();
+  CK(cudaStreamSynchronize(s));
+  std::vector<float> ms;
+  for (int i = 0; i < 15; ++i) {
+    CK(cudaEventRecord(e0, s));
+    launch();
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float t;
+    CK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+/// `enqueue()` (work on `s`) captured once into a CUDA graph, replayed by median_ms: ms per replay.
+template <class Enqueue>
+float graph_replay_ms(cudaStream_t s, Enqueue&& enqueue) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  enqueue();
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, s);
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return ms;
+}
+
+/// The device's copy ceiling in bytes per second (read + write): a 1 GiB device-to-device copy.
+inline double copy_ceiling() {
+  const size_t n = size_t(1) << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, n));
+  CK(cudaMalloc(&b, n));
+  CK(cudaMemset(a, 1, n));
+  const float ms = median_ms([&] { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice)); });
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return 2.0 * n / (ms * 1e-3);
+}
