@@ -24,7 +24,7 @@ struct AutoRule {
 inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 /// decode with bf16 state: Split also from 96 to 383 items. There the bf16 Wide kernel is
 /// slower than the fp32 one (gate mode 0: 14.6–14.9 µs at 96 items, 17.2–17.7 at 192, against
-/// Split 12.1–12.3 / 15.1–15.6; gate mode 2 at 96 items 13.3 against 9.5); Wide wins at 13–48
+/// Split 12.1–12.3 / 15.1–15.6; gate mode 2 at 96 items 13.3 against 9.5); Wide wins at 48
 /// items (8.1–8.2 against 10.5–10.6) and from 384 (20.0–20.5 against 24.9–25.3)
 /// (docs/data/ladder_s14/run8, run9: H ∈ {12, 24, 48, 96}).
 inline constexpr AutoRule kDecodeBf16Rules[] = {
@@ -69,9 +69,11 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 /// from shared memory per chunk) are cut to 40 registers for six CTAs per SM. An item moves
 /// half the bytes of an fp32 one for the same dependent prologue, so more items in flight pay:
 /// H = 96, B = 256 decode mode 1 617.9 µs with six against 731.0 with four (mode 2: 592.1
-/// against 741.2), 697.3 with five; append Qr = 8 632.6 against 689.1; fp32 state is fastest
-/// with four at every measured point (decode mode 1: 876.5 against 902.0 with five, 950.5 with
-/// six) (docs/data/ladder_s14/run3). KDA_STEP_BF16_Q1_CTAS_PER_SM: the ladder's knob.
+/// against 741.2), 697.3 with five; append Qr = 8 632.6 against 689.1. fp32 decode is fastest
+/// with four at every measured point (mode 1 at H = 96, B = 256: 876.5 against 902.0 with
+/// five, 950.5 with six); fp32 append gains 2–4% with six (701.1 against 714.3 at B = 256,
+/// 184.9 against 192.5 at B = 64), not taken: one kernel fewer (docs/data/ladder_s14/run3).
+/// KDA_STEP_BF16_Q1_CTAS_PER_SM: the ladder's knob.
 #ifndef KDA_STEP_BF16_Q1_CTAS_PER_SM
 #define KDA_STEP_BF16_Q1_CTAS_PER_SM 6
 #endif
