@@ -198,6 +198,35 @@ __device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_sta
   }
 }
 
+/// The row kernels' start, as the step kernel's: barriers, the PDL hand-over (the previous
+/// step's tail overlaps), the request's slot (its one round trip before the copies), then
+/// thread 0's bulk copies of the item's prepared vectors (`prep_bytes`, none when 0) and of
+/// its first kStages chunks. Returns the item's state tile.
+__device__ __forceinline__ float* start_rows(float* state, const int32_t* slots, int H, int item, uint64_t* full,
+                                             uint64_t* prep_bar, unsigned char* s_state, float* s_prep,
+                                             const float* prep_src, uint32_t prep_bytes) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  float* tile = state + (int64_t(slots[item / H]) * H + item % H) * kTile;
+  if (threadIdx.x == 0) {
+    if (prep_bytes) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, prep_bar, prep_bytes);
+      bulk_g2s(s_prep, prep_src, prep_bytes, prep_bar);
+    }
+    for (int c = 0; c < kStages; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
+      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
+    }
+  }
+  return tile;
+}
+
 template <bool kMath>
 __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant__ Args a) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -207,27 +236,8 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
   const int item = blockIdx.x, b = item / a.H, h = item % a.H;
   float* s_prep = reinterpret_cast<float*>(smem);
   unsigned char* s_state = smem + kStateOff;
-  if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
-    ptx::mbarrier_init(&prep_bar, 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncthreads();
-  // programmatic dependent launch, as the step kernels: the previous step's tail overlaps
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-  const int slot = a.slots[b];  // the request's one round trip before its copies
-  float* tile = a.state + (int64_t(slot) * a.H + h) * kTile;
-  if (tid == 0) {
-    if (kMath) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
-      bulk_g2s(s_prep, a.prep + int64_t(item) * kPrep, kPrepBytes, &prep_bar);
-    }
-    for (int c = 0; c < kStages; ++c) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
-      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
-    }
-  }
+  float* tile = start_rows(a.state, a.slots, a.H, item, full, &prep_bar, s_state, s_prep,
+                           a.prep + int64_t(item) * kPrep, kMath ? kPrepBytes : 0);
   float4 k4{}, q4{}, e4{};
   float beta = 0.f, kq = 0.f, og = 0.f, nw = 0.f;
   if (kMath) {
@@ -277,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
 /// whether the record step's target (<= 1.1x decode) is reachable with this row loop at all,
 /// next to `kda_bench --mode record --q 4` at the same H and B.
 struct ArgsQ {
-  const float* state;    // [slots, H, V, K]
+  float* state;          // [slots, H, V, K] (read only)
   const int32_t* slots;  // [B]
   const float* prep;     // [B·H, Q, kPrep]
   float* rec;            // [B·H, Q, K] u per token
@@ -291,26 +301,11 @@ __global__ void __launch_bounds__(kThreads, 4) rows_q_kernel(const __grid_consta
   __shared__ uint64_t full[kStages], prep_bar;
   constexpr int kPrepQBytes = Q * kPrepBytes, kStateOffQ = (kPrepQBytes + 127) / 128 * 128;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int item = blockIdx.x, b = item / a.H, h = item % a.H;
+  const int item = blockIdx.x;
   float* s_prep = reinterpret_cast<float*>(smem);
   unsigned char* s_state = smem + kStateOffQ;
-  if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
-    ptx::mbarrier_init(&prep_bar, 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncthreads();
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-  const float* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile;
-  if (tid == 0) {
-    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepQBytes);
-    bulk_g2s(s_prep, a.prep + int64_t(item) * Q * kPrep, kPrepQBytes, &prep_bar);
-    for (int c = 0; c < kStages; ++c) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
-      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
-    }
-  }
+  const float* tile = start_rows(a.state, a.slots, a.H, item, full, &prep_bar, s_state, s_prep,
+                                 a.prep + int64_t(item) * Q * kPrep, kPrepQBytes);
   mbar_wait(&prep_bar, 0);
   constexpr int G2 = 16 / kRPW;
   const int urow = lane / G2;
