@@ -9,7 +9,7 @@
 //
 // Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|append|per_token|record|fused]
 //                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
-//                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16] [--gate 0|1|2|auto]
+//                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16|f32,bf16] [--gate 0|1|2|auto]
 //                  [--layout ds|sd] [--peer FILE] [--csv FILE]
 //   --gate      the policy's gate mode (SPEC §5; default 0): 0 per item, 1 shared (the gate
 //               kernel's GEMM, then the step), auto the planner's choice; the CSV's gate column
@@ -303,11 +303,22 @@ int main(int argc, char** argv) {
     std::string tok;
     while (std::getline(ss, tok, ',')) modes.push_back(tok);
   }
-  std::vector<std::string> variants;
+  std::vector<std::string> variants, states;
   {
     std::stringstream ss(variant_s);
     std::string tok;
     while (std::getline(ss, tok, ',')) variants.push_back(tok);
+  }
+  {
+    std::stringstream ss(state_s);
+    std::string tok;
+    while (std::getline(ss, tok, ','))
+      if (tok == "f32" || tok == "bf16") {
+        states.push_back(tok);
+      } else {
+        std::fprintf(stderr, "--state: expected f32, bf16 or a comma list of them, got %s\n", tok.c_str());
+        return 2;
+      }
   }
   if (gate < -1 || gate > 2) {
     std::fprintf(stderr, "--gate: expected 0, 1, 2 or auto, got %d\n", gate);
@@ -347,45 +358,46 @@ int main(int argc, char** argv) {
                  "vs_peer,gate_plan\n");
   std::printf("%-9s %2s %3s %4s %-5s %1s %-2s %-12s %9s %9s %6s %7s %6s %9s %6s\n", "mode", "q", "H", "B", "state", "g",
               "ly", "variant", "us", "floor_us", "x", "GB/s", "%ceil", "peer_us", "ours/p");
-  for (const auto& ms : modes) {
-    const StepMode m = parse_mode(ms);
-    // append: the --qr list in place of --q (q = 1)
-    const std::vector<int>& loop = m == StepMode::kAppend ? qrs : qs;
-    for (int qv : loop)
-      for (int H : Hs)
-        for (int B : Bs)
-          for (const auto& vs : variants) {
-            const int q = m == StepMode::kAppend ? 1 : qv, qr = m == StepMode::kAppend ? qv : 0;
-            if (m == StepMode::kDecode && q != 1) continue;
-            Result r;
-            try {
-              r = bench_one(m, H, B, q, parse_variant(vs), state_s == "bf16", gate, layout_s == "sd", ceiling,
-                            qr > 0 ? qr : 8);
-            } catch (const std::exception& e) {
-              std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state_s.c_str(), vs.c_str(),
-                          e.what());
-              continue;
+  for (const auto& state : states)
+    for (const auto& ms : modes) {
+      const StepMode m = parse_mode(ms);
+      // append: the --qr list in place of --q (q = 1)
+      const std::vector<int>& loop = m == StepMode::kAppend ? qrs : qs;
+      for (int qv : loop)
+        for (int H : Hs)
+          for (int B : Bs)
+            for (const auto& vs : variants) {
+              const int q = m == StepMode::kAppend ? 1 : qv, qr = m == StepMode::kAppend ? qv : 0;
+              if (m == StepMode::kDecode && q != 1) continue;
+              Result r;
+              try {
+                r = bench_one(m, H, B, q, parse_variant(vs), state == "bf16", gate, layout_s == "sd", ceiling,
+                              qr > 0 ? qr : 8);
+              } catch (const std::exception& e) {
+                std::printf("%-9s %2d %3d %4d %-7s %-12s skipped: %s\n", ms.c_str(), q, H, B, state.c_str(), vs.c_str(),
+                            e.what());
+                continue;
+              }
+              char vname[32];
+              std::snprintf(vname, sizeof vname, "%s/%d%s", r.variant, r.split, r.gate_plan == 1 ? "+g1" : "");
+              const std::string greq = gate < 0 ? "auto" : std::to_string(gate);
+              char mname[24];
+              std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", ms.c_str(), qr);
+              // the peer's decode figure beside decode and append points
+              const double pu = m == StepMode::kDecode || m == StepMode::kAppend ? peer_us(H, B) : 0.0;
+              std::printf("%-9s %2d %3d %4d %-5s %1s %-2s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%", mname, q, H, B,
+                          state.c_str(), gate < 0 ? "a" : greq.c_str(), layout_s.c_str(), vname, r.us, r.floor_us,
+                          r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
+              if (pu > 0) std::printf(" %9.2f %6.3f", pu, r.us / pu);
+              std::printf("\n");
+              if (f)
+                std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%s,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f,%d\n", ms.c_str(),
+                             q, H, B, vs.c_str(), r.variant, r.split, state.c_str(), greq.c_str(), layout_s.c_str(), qr,
+                             r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu,
+                             pu > 0 ? r.us / pu : 0.0, r.gate_plan);
+              std::fflush(stdout);
             }
-            char vname[32];
-            std::snprintf(vname, sizeof vname, "%s/%d%s", r.variant, r.split, r.gate_plan == 1 ? "+g1" : "");
-            const std::string greq = gate < 0 ? "auto" : std::to_string(gate);
-            char mname[24];
-            std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", ms.c_str(), qr);
-            // the peer's decode figure beside decode and append points
-            const double pu = m == StepMode::kDecode || m == StepMode::kAppend ? peer_us(H, B) : 0.0;
-            std::printf("%-9s %2d %3d %4d %-5s %1s %-2s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%", mname, q, H, B,
-                        state_s.c_str(), gate < 0 ? "a" : greq.c_str(), layout_s.c_str(), vname, r.us, r.floor_us,
-                        r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling);
-            if (pu > 0) std::printf(" %9.2f %6.3f", pu, r.us / pu);
-            std::printf("\n");
-            if (f)
-              std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%s,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f,%d\n", ms.c_str(), q,
-                           H, B, vs.c_str(), r.variant, r.split, state_s.c_str(), greq.c_str(), layout_s.c_str(), qr,
-                           r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu,
-                           pu > 0 ? r.us / pu : 0.0, r.gate_plan);
-            std::fflush(stdout);
-          }
-  }
+    }
   if (f) std::fclose(f);
   return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/ladder/build_variants.sh — kda_bench (or, with TARGET=kda_cuda_tests, the GPU
 # test) binaries that differ only in the planner's compile-time knobs (include/kda/heuristics.h:
-# KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SMALL_GRID_SMEM),
+# KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM),
 # for the rungs of the Split/Wide ladder. Only
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/gpu}
-out=$1
+out=$(realpath -m "$1")
 shift
 mkdir -p "$out"
 TARGET=${TARGET:-kda_bench}
@@ -29,8 +29,19 @@ for spec in "$@"; do
   # shellcheck disable=SC2086
   c++ -DKDA_WITH_CUDA=1 -Iinclude -Isrc -isystem "$(dirname "$(command -v nvcc)")/../include" -O3 -DNDEBUG \
     -ffp-contract=off -std=gnu++20 $defs -c src/plan/plan.cpp -o "$out/plan_$name.o"
-  c++ -O3 "$obj" "$out/plan_$name.o" -o "$out/${TARGET}_$name" \
+  # INST="step_split1_f32_q1 …": kernel rungs; those instantiations are compiled again with
+  # the NAME's definitions and linked ahead of the library's (whose objects are then not pulled)
+  insts=()
+  for inst in ${INST:-}; do
+    cmd=$(ninja -C "$BUILD" -t commands kda_core | grep "inst/$inst.cu" | head -1)
+    [ -n "$cmd" ] || { echo "INST: no instantiation $inst" >&2; exit 2; }
+    cmd=$(sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -o [^ ]+$//' <<<"$cmd")
+    # shellcheck disable=SC2086
+    (cd "$BUILD" && eval "$cmd $defs -o $out/inst_${name}_$inst.o")
+    insts+=("$out/inst_${name}_$inst.o")
+  done
+  c++ -O3 "$obj" "${insts[@]}" "$out/plan_$name.o" -o "$out/${TARGET}_$name" \
     -L"$cudalib" "$BUILD/libkda_core.a" "${extra[@]}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
-  rm -f "$out/plan_$name.o"
+  rm -f "$out/plan_$name.o" "${insts[@]}"
   echo "$out/${TARGET}_$name ($defs)"
 done
