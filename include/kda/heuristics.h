@@ -21,14 +21,11 @@ struct AutoRule {
 /// decode (docs/data/sweep_s11_run3_decode.csv, H ∈ {4, 12, 24, 48, 96} × B ∈ {1 … 256}):
 /// Split (the item's rows over a cluster) up to 12 items (5–15% faster than Wide there), Wide
 /// from there (WS within 2% of it around 96 items and 6–8% faster only at H = 4, B = 32 / 64).
+/// The same table holds for bf16 state once small grids are spread over the SMs
+/// (kStepSpreadCtasPerSm): Wide beats Split from 16 items at every measured point, by 40-44%
+/// at 96 items and 9-10% at 192 (docs/data/ladder_s15/run4; without the spread Split won at
+/// 96-383 items with bf16 state, docs/data/ladder_s14/run8, run9).
 inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
-/// decode with bf16 state: Split also from 96 to 383 items. There the bf16 Wide kernel is
-/// slower than the fp32 one (gate mode 0: 14.6–14.9 µs at 96 items, 17.2–17.7 at 192, against
-/// Split 12.1–12.3 / 15.1–15.6; gate mode 2 at 96 items 13.3 against 9.5); Wide wins at 48
-/// items (8.1–8.2 against 10.5–10.6) and from 384 (20.0–20.5 against 24.9–25.3)
-/// (docs/data/ladder_s14/run8, run9: H ∈ {12, 24, 48, 96}).
-inline constexpr AutoRule kDecodeBf16Rules[] = {
-    {0, Variant::kSplit}, {13, Variant::kWide}, {96, Variant::kSplit}, {384, Variant::kWide}};
 /// append: decode's table (WS has no append path).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 /// verify steps (docs/data/sweep_s11_run3_verify*.csv), by q: with one token the Split/Wide
@@ -79,15 +76,20 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 #endif
 inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 inline constexpr int64_t kStepStageBytes = KDA_STEP_STAGE_BYTES;
-/// Ladder knob, off by default: a Split/Wide CTA of a grid that does not fill the GPU twice
-/// asks for at least this much dynamic shared memory, which caps how many CTAs of consecutive
-/// steps (programmatic dependent launch lets the next step's CTAs in early) share an SM. The
-/// question it measures: the bf16 Wide kernel at 96–383 items (`kDecodeBf16Rules`) is slower
-/// than the fp32 one, whose CTAs are twice as large.
-#ifndef KDA_STEP_SMALL_GRID_SMEM
-#define KDA_STEP_SMALL_GRID_SMEM 0
+/// Split/Wide grids of at most kStepSpreadCtasPerSm CTAs per SM are spread: each CTA asks
+/// for enough dynamic shared memory that ⌈ctas / sms⌉ of them fit on an SM and no more.
+/// NOTES: programmatic dependent launch lets the next step's CTAs in while this one runs.
+/// Small CTAs then pile up, up to the occupancy limit, on the SMs that happen to be free, and
+/// the step runs with several CTAs on some SMs and none on others. Spread (same kernels, gate
+/// mode 0, docs/data/ladder_s15/run2-run4): 96-item grids 19-22% faster with fp32 state
+/// (H = 96, B = 1: 11.54 → 9.26 µs) and 38% with bf16 (15.02 → 9.34), 48-128 items 5-17%,
+/// 192 items 2-4%, 384 items (three per SM) 7%, four per SM no further gain; Split at up to
+/// 12 items 4-8%. Holding 192 items to one per SM instead costs 29% (a second wave).
+/// KDA_STEP_SPREAD_CTAS_PER_SM: the ladder's knob (0: off).
+#ifndef KDA_STEP_SPREAD_CTAS_PER_SM
+#define KDA_STEP_SPREAD_CTAS_PER_SM 3
 #endif
-inline constexpr int64_t kStepSmallGridSmem = KDA_STEP_SMALL_GRID_SMEM;
+inline constexpr int kStepSpreadCtasPerSm = KDA_STEP_SPREAD_CTAS_PER_SM;
 /// Shared memory an SM spends on a CTA besides its dynamic shared memory: the driver's
 /// reservation (1 KiB on sm_90) and the kernel's static mbarriers.
 inline constexpr int64_t kStepSmemPerCtaOverhead = 1024 + 256;
@@ -124,8 +126,14 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
       const int64_t bytes = L.bytes();
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
-      if (small && kStepSmallGridSmem > bytes && kStepSmallGridSmem + 256 <= smem_optin)
-        return {st, cps, kStepSmallGridSmem};
+      // spread: pad the CTA so that ⌈ctas / sms⌉ CTAs fit on an SM and one more does not
+      // (counting only the driver's 1 KiB per CTA for the latter)
+      const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;
+      if (per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm && per_sm < smem_per_sm / (bytes + kStepSmemPerCtaOverhead)) {
+        const int64_t pad = (smem_per_sm / (per_sm + 1) - 1024 + 16) / 16 * 16;
+        if (pad > bytes && pad + 256 <= smem_optin && per_sm * (pad + kStepSmemPerCtaOverhead) <= smem_per_sm)
+          return {st, int(per_sm), pad};
+      }
       return {st, cps, bytes};
     }
   }
@@ -133,7 +141,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
 }
 
 /// The automatic variant for `items` = B·H items of a `mode` step with `q` tokens.
-inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1, bool state_bf16 = false) {
+inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1) {
   auto pick = [items](const auto& rules) {
     Variant v = rules[0].variant;
     for (const AutoRule& r : rules)
@@ -141,7 +149,7 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
     return v;
   };
   switch (mode) {
-    case StepMode::kDecode: return state_bf16 ? pick(kDecodeBf16Rules) : pick(kDecodeRules);
+    case StepMode::kDecode: return pick(kDecodeRules);
     case StepMode::kAppend: return pick(kAppendRules);
     case StepMode::kPerToken: return q == 1 ? pick(kPerTokenQ1Rules) : pick(kPerTokenRules);
     default: return q == 1 ? pick(kVerifyQ1Rules) : q == 4 ? pick(kVerifyQ4Rules) : pick(kVerifyRules);
@@ -162,13 +170,13 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 ///     WS with mode 0 stays 5% faster for fused q = 8 at B = 64; never one request: 1.7–1.8×
 ///     at q = 4, B = 1), with q = 1 from 6144 items (0.92–0.96×);
 ///   per_token only at q = 16 (0.90–0.94×; WS with mode 0 wins q = 2…8 by 5–13%);
-///   bf16 state: decode from 3072 items, where its Wide kernel runs six CTAs per SM
-///     (kStepBf16Q1CtasPerSm; docs/data/ladder_s14/run3: 0.91× at 3072 items with H = 12, 48
-///     and 96, 0.86× at 24576; a tie at 1536, 1.03–1.04× at 768), append as fp32.
+///   bf16 state: decode from 1536 items, where its Wide kernel runs six CTAs per SM
+///     (kStepBf16Q1CtasPerSm) with its state read evict-first (docs/data/ladder_s15/run5:
+///     0.94–0.95× at 1536 items, 0.88× at 3072; a tie at 768, 1.13–1.47× below), append as fp32.
 inline constexpr int64_t kSharedGateMinItems[] = {
     /*decode*/ 6144, /*per_token (q = 16)*/ 3072, /*record*/ 3072, /*fused*/ 3072, /*append*/ 768};
 inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
-inline constexpr int64_t kSharedGateMinItemsBf16Decode = 3072;
+inline constexpr int64_t kSharedGateMinItemsBf16Decode = 1536;
 inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
   const int64_t min = kSharedGateMinItems[int(mode)];
   switch (mode) {
@@ -181,8 +189,8 @@ inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf1
 
 /// The variant of a gate mode 1 step under `auto`: the pick of auto_variant, with Wide
 /// where that is WS (WS reads its gate through its ring in bf16).
-inline Variant auto_variant_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
-  const Variant v = auto_variant(items, mode, q, state_bf16);
+inline Variant auto_variant_shared_gate(int64_t items, StepMode mode, int q) {
+  const Variant v = auto_variant(items, mode, q);
   return v == Variant::kWS ? Variant::kWide : v;
 }
 

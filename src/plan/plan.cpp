@@ -227,10 +227,9 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     plan.gate_ws_rows = ws_rows;
   }
   plan.gate_mode = gm;
-  const Variant v = forced ? policy.variant
-                    : gm == GateMode::kShared
-                        ? heuristics::auto_variant_shared_gate(ctx.items(), key.mode, key.q, layer.state_bf16)
-                        : heuristics::auto_variant(ctx.items(), key.mode, key.q, layer.state_bf16);
+  const Variant v = forced                    ? policy.variant
+                    : gm == GateMode::kShared ? heuristics::auto_variant_shared_gate(ctx.items(), key.mode, key.q)
+                                              : heuristics::auto_variant(ctx.items(), key.mode, key.q);
   return plan_cuda(ctx, plan, v, forced);
 }
 

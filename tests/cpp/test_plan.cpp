@@ -37,6 +37,23 @@ DeviceInfo gpu(bool clusters = true, int64_t smem = 232448) {
 }
 DeviceInfo cpu() { return DeviceInfo{}; }
 
+/// The dynamic shared memory of a Split/Wide plan: the layout's bytes, or on a grid of at
+/// most kStepSpreadCtasPerSm CTAs per SM padded so that ⌈ctas / sms⌉ CTAs fit on an SM and one
+/// more does not (heuristics::step_layout).
+void expect_step_smem(const Plan& p, const DeviceInfo& d, int64_t layout_bytes) {
+  const int64_t per_sm_smem = d.smem_per_sm > 0 ? d.smem_per_sm : d.smem_optin + 1024;
+  const int64_t per_sm = (p.ctas + d.sms - 1) / d.sms;
+  const int64_t fit = per_sm_smem / (layout_bytes + kda::heuristics::kStepSmemPerCtaOverhead);
+  if (per_sm <= kda::heuristics::kStepSpreadCtasPerSm && per_sm < fit) {
+    EXPECT_GT(p.smem, layout_bytes) << p.describe();
+    EXPECT_EQ(p.ctas_per_sm, per_sm) << p.describe();
+    EXPECT_LE(per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), per_sm_smem) << p.describe();
+    EXPECT_GT((per_sm + 1) * (p.smem + 1024), per_sm_smem) << p.describe() << ": one more CTA fits";
+  } else {
+    EXPECT_EQ(p.smem, layout_bytes) << p.describe();
+  }
+}
+
 LayerShape shape(int H, bool has_f_b = true, int W = 4) {
   LayerShape l;
   l.H = H;
@@ -93,9 +110,8 @@ TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
 
 /// What auto must pick for `items` on `d` (the measured table of kda/heuristics.h, with its
 /// fallbacks: WS only where its layout and shared memory fit, Split only with clusters).
-Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1,
-                      bool state_bf16 = false) {
-  Variant v = kda::heuristics::auto_variant(items, m, q, state_bf16);
+Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1) {
+  Variant v = kda::heuristics::auto_variant(items, m, q);
   if (v == Variant::kWS && (!stream_fits || m == StepMode::kAppend)) v = Variant::kWide;
   if (v == Variant::kSplit && !d.clusters) v = Variant::kWide;
   return v;
@@ -117,7 +133,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
           LayerShape l = shape(H);  // stream_ok = false
           l.state_bf16 = bf16;
           const Plan p = kda::plan_step({m, B, q}, pol(), l, dd);
-          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q, bf16))
+          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q))
               << StepKey{m, B, q}.describe() << " H " << H << (bf16 ? " bf16" : "");
           EXPECT_EQ(p.gate_mode, GateMode::kPerItem);
           EXPECT_EQ(p.fallback != nullptr, p.needs_aligned_inputs);
@@ -136,7 +152,6 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
     for (size_t i = 1; i < std::size(rules); ++i) EXPECT_GT(rules[i].min_items, rules[i - 1].min_items);
   };
   sorted(kda::heuristics::kDecodeRules);
-  sorted(kda::heuristics::kDecodeBf16Rules);
   sorted(kda::heuristics::kAppendRules);
   sorted(kda::heuristics::kPerTokenQ1Rules);
   sorted(kda::heuristics::kPerTokenRules);
@@ -166,7 +181,7 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_EQ(p.split, std::max(2, kda::choose_split(items, d.sms)));
         EXPECT_EQ(p.ctas, items * p.split);
         EXPECT_EQ(p.threads, kda::cuda_config::kStepThreads);
-        EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes()));
+        expect_step_smem(p, d, kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes());
         EXPECT_GE(p.ring_stages, 1);
         EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
         EXPECT_LE(p.smem, d.smem_optin);
@@ -175,10 +190,40 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_EQ(w.split, 1);
         EXPECT_EQ(w.ctas, items);
         EXPECT_EQ(w.threads, kda::cuda_config::kStepThreads);
-        EXPECT_EQ(w.smem, (kda::cuda_config::StepSmem{q, 1, w.ring_stages, 4, 0, 2 + q}.bytes()));
+        expect_step_smem(w, d, kda::cuda_config::StepSmem{q, 1, w.ring_stages, 4, 0, 2 + q}.bytes());
         EXPECT_GE(w.ring_stages, 2) << "a Wide CTA streams at least two chunks at once";
         EXPECT_TRUE(w.ctas_per_sm >= 1 && w.ctas_per_sm <= 4);
       }
+}
+
+TEST(Plan, SmallGridsSpreadTheirCtasOverTheSms) {
+  // heuristics::kStepSpreadCtasPerSm: the next step's early (PDL) CTAs must not pile up on a
+  // few SMs. 96 CTAs: one per SM; 192: two; 384: three; 768: the layout's own shared memory.
+  const DeviceInfo d = gpu();
+  const int64_t per_sm_smem = d.smem_optin + 1024;
+  struct Case {
+    Variant v;
+    int H, B;
+    bool bf16;
+    int per_sm;  // 0: not padded
+  };
+  for (const Case& c : {Case{Variant::kWide, 96, 1, false, 1}, Case{Variant::kWide, 12, 8, true, 1},
+                        Case{Variant::kWide, 48, 4, false, 2}, Case{Variant::kWide, 96, 2, true, 2},
+                        Case{Variant::kSplit, 12, 1, false, 1}, Case{Variant::kWide, 48, 8, false, 3},
+                        Case{Variant::kWide, 96, 4, true, 3}, Case{Variant::kWide, 96, 8, false, 0},
+                        Case{Variant::kAuto, 96, 256, false, 0}}) {
+    LayerShape l = shape(c.H);
+    l.state_bf16 = c.bf16;
+    const Plan p = kda::plan_step({StepMode::kDecode, c.B, 1}, pol(c.v), l, d);
+    const int64_t layout = kda::cuda_config::StepSmem{1, p.split, p.ring_stages, c.bf16 ? 2 : 4, 0, 3}.bytes();
+    if (c.per_sm == 0) {
+      EXPECT_EQ(p.smem, layout) << p.describe();
+      continue;
+    }
+    EXPECT_EQ(p.ctas_per_sm, c.per_sm) << p.describe();
+    EXPECT_LE(c.per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), per_sm_smem) << p.describe();
+    EXPECT_GT((c.per_sm + 1) * (p.smem + 1024), per_sm_smem) << p.describe();
+  }
 }
 
 TEST(Plan, SingleTokenStepsKeepFourCtasPerSmWithOneStage) {
