@@ -28,7 +28,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-TABLES = ("kDecodeRules", "kDecodeBf16Rules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
+TABLES = ("kDecodeRules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
           "kVerifyQ1Rules", "kVerifyQ4Rules", "kVerifyRules")
 
 
@@ -49,10 +49,8 @@ def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h"))
 
 def table_of(mode, q):
     """The table auto_variant reads for a step kind and q."""
-    if mode == "decode":
+    if mode in ("decode", "decode/bf16"):  # bf16 state: the same table
         return "kDecodeRules"
-    if mode == "decode/bf16":
-        return "kDecodeBf16Rules"
     if mode == "append":
         return "kAppendRules"
     if mode == "per_token":
@@ -137,7 +135,7 @@ def shared_gate(rule, mode, items, q, state="f32", max_q=16):
 
 
 def load_gate_points(paths):
-    """{(mode, q, H, B, state, binary, folder): {'0': us, '1': us}}: kda_bench CSVs of the
+    """{(mode, q, H, B, state, binary, "session/run"): {'0': us, '1': us}}: kda_bench CSVs of the
     ladder (ladder_<binary>_<i>.csv) with --gate 0 and --gate 1; append keyed by Qr too."""
     points = {}
     for path in paths:
@@ -146,8 +144,9 @@ def load_gate_points(paths):
             if r.get("gate") not in ("0", "1"):
                 continue
             mode = r["mode"] + (f"/{r['qr']}" if r["mode"] == "append" else "")
+            run = os.path.dirname(os.path.abspath(path))
             key = (mode, int(r["q"]), int(r["H"]), int(r["B"]), r.get("state", "f32"), binary,
-                   os.path.basename(os.path.dirname(path)))
+                   os.path.basename(os.path.dirname(run)) + "/" + os.path.basename(run))
             points.setdefault(key, {})[r["gate"]] = float(r["us"])
     return {k: v for k, v in points.items() if len(v) == 2}
 

@@ -543,8 +543,11 @@ def compare_vs_ref(c: Config, before: HostPool, after: HostPool, rc: ref.RefCach
 def compare_backends(c: Config, cb: HostPool, ca: HostPool, db: HostPool, da: HostPool, c_out, d_out, cst, dst,
                      n: int, what: str, corr_slack: Optional[np.ndarray] = None):
     """SPEC §8 backend vs backend (ref = the CPU backend): status; out within 1 bf16 ulp +
-    2e-3·max|ref|; state / records within 2e-5·n·max|ref| (bf16 state: 1 ulp + 2e-5·max|ref|);
-    windows bitwise; what the CPU left unchanged bitwise unchanged on the device too."""
+    2e-3·max|ref|; state / records within 2e-5·n·max|ref| (bf16 state: 1 ulp + 2e-5·max|ref|),
+    twice that where gate mode 1 may run (its logits are summed in another order: the
+    documented bound, docs/VALIDATION.md); windows bitwise; what the CPU left unchanged
+    bitwise unchanged on the device too."""
+    tol = 4e-5 if c.gate_policy in ("1", "auto") else 2e-5
     if (dst.flags, dst.first_request) != (cst.flags, cst.first_request):
         raise Mismatch(f"{what}: device status {dst.describe()} vs CPU {cst.describe()}")
     if c_out is not None:
@@ -576,13 +579,13 @@ def compare_backends(c: Config, cb: HostPool, ca: HostPool, db: HostPool, da: Ho
                 raise Mismatch(f"{what}: conv windows differ between the backends")
         elif k == "state" and c.state_dtype == "bf16":
             c64, g64 = f64(cl), f64(dl)
-            bound = ulp_bf16(c64) + 2e-5 * np.abs(c64).max()
+            bound = ulp_bf16(c64) + tol * np.abs(c64).max()
             err = np.abs(g64 - c64)
             if not (err <= bound).all():
-                raise Mismatch(f"{what}: bf16 state: {int((err > bound).sum())} elements beyond 1 ulp + 2e-5·max")
+                raise Mismatch(f"{what}: bf16 state: {int((err > bound).sum())} elements beyond 1 ulp + {tol:.0e}·max")
         else:
             parts = [(cl, dl)] if k != "kg" else [(cl[..., :K], dl[..., :K]), (cl[..., K:], dl[..., K:])]
-            tolk = 2e-5 * n
+            tolk = tol * n
             slack = corr_slack[ch] if (k == "corr" and corr_slack is not None) else 0.0
             for a, b in parts:
                 a64, b64 = a.astype(np.float64), b.astype(np.float64)

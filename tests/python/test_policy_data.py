@@ -64,14 +64,15 @@ def test_scorer_catches_a_bad_table():
     assert worst > 1.15
 
 
-# decode with bf16 state, Wide against Split at 48–384 items (session 14, H200): kDecodeBf16Rules
-BF16_SWEEPS = [os.path.join(ROOT, "docs", "data", "ladder_s14", r) for r in ("run8", "run9")]
+# decode with bf16 state, Wide against Split at 4-3072 items with small grids spread over the
+# SMs (session 15, H200, run 4): the decode table holds for bf16 state too
+BF16_SWEEPS = [os.path.join(ROOT, "docs", "data", "ladder_s15", "run4")]
 
 
 def _bf16_points(pe):
     import glob
 
-    paths = [p for d in BF16_SWEEPS for p in sorted(glob.glob(os.path.join(d, "ladder_*.csv")))]
+    paths = [p for d in BF16_SWEEPS for p in sorted(glob.glob(os.path.join(d, "ladder_sp3_*.csv")))]
     if not paths:
         pytest.skip("the committed bf16 decode sweeps are not in this tree")
     return {k: v for k, v in pe.load_points(paths).items() if k[0] == "decode/bf16" and len(v) >= 2}
@@ -80,20 +81,23 @@ def _bf16_points(pe):
 def test_bf16_decode_rule_within_5_percent_everywhere():
     pe = _policy_eval()
     pts = _bf16_points(pe)
-    assert len(pts) >= 12, f"expected the committed bf16 comparisons, found {len(pts)}"
+    assert len(pts) >= 24, f"expected the committed bf16 comparisons, found {len(pts)}"
     rows = pe.score(pe.rules_from_header(), pts)
     worst = max(rows, key=lambda row: row[3])
     assert worst[3] <= 1.05, f"pick/best {worst[3]:.3f} at {worst[0]}: {worst[4]}"
-    # and it can fail: Wide everywhere loses > 15% at 96 and 192 items
-    wide = dict(pe.rules_from_header(), kDecodeBf16Rules=[(0, "wide")])
-    assert max(r for *_, r, _ in pe.score(wide, pts)) > 1.15
+    # and it can fail: session 14's bf16 rule (Split from 96 to 383 items, measured without the
+    # spread) loses > 15% here
+    old = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (13, "wide"), (96, "split"), (384, "wide")])
+    assert max(r for *_, r, _ in pe.score(old, pts)) > 1.15
 
 
 # the same-binary comparisons of gate mode 0 against mode 1: session 13 (g1 in run 3, g2 in runs
 # 4 and 5, docs/data/ladder_s13/README.md) and session 14 (the final binary: run 4, decode grid
-# and bf16 state; run 7, one to 32 requests)
+# and bf16 state; run 7, one to 32 requests) and session 15 (run 5, the final binary with small
+# grids spread over the SMs)
 GATE_RUNS = [os.path.join(ROOT, "docs", "data", "ladder_s13", r) for r in ("run3", "run4", "run5")] + [
-    os.path.join(ROOT, "docs", "data", "ladder_s14", r) for r in ("run4", "run7")]
+    os.path.join(ROOT, "docs", "data", "ladder_s14", r) for r in ("run4", "run7")] + [
+    os.path.join(ROOT, "docs", "data", "ladder_s15", "run5")]
 
 
 def _gate_points(pe):
@@ -103,12 +107,10 @@ def _gate_points(pe):
     if not paths:
         pytest.skip("the committed gate-mode runs are not in this tree")
     pts = pe.load_gate_points(paths)
-    # bf16 decode at 96-383 items ran Wide in session 14's runs 4 and 7; the product runs Split
-    # there since (kDecodeBf16Rules, from runs 8 and 9, where Split with mode 0 beats mode 1 at
-    # those points: 12.1-12.3 against 13.4 us at 96 items), so those pairs no longer describe it
-    return {k: v for k, v in pts.items()
-            if not (k[6] in ("run4", "run7") and k[5] == "final" and k[0] == "decode" and k[4] == "bf16"
-                    and 96 <= k[2] * k[3] < 384)}
+    # grids of at most three CTAs per SM (396 items on the H200) are spread over the SMs since
+    # session 15 (heuristics::kStepSpreadCtasPerSm), which changes them by up to 40%: the pairs
+    # measured before no longer describe the product there; session 15's run 5 measures them
+    return {k: v for k, v in pts.items() if not (k[6] != "ladder_s15/run5" and k[2] * k[3] <= 396)}
 
 
 def test_gate_rule_parses():
@@ -131,8 +133,8 @@ def test_gate_rule_within_5_percent_at_95_percent_of_points_and_10_everywhere():
 
 
 def test_gate_scorer_catches_a_bad_rule():
-    # mode 1 everywhere loses 1.7x at one request (the gate kernel's fixed cost): must fail
+    # mode 1 everywhere loses 1.4-1.5x at one request (the gate kernel's fixed cost): must fail
     pe = _policy_eval()
     always = {k: 1 for k in pe.gate_rule_from_header()}
     worst = max(r for *_, r in pe.score_gate(always, _gate_points(pe)))
-    assert worst > 1.5
+    assert worst > 1.4
