@@ -106,11 +106,9 @@ def _gate_points(pe):
     paths = [p for d in GATE_RUNS for p in sorted(glob.glob(os.path.join(d, "ladder_*.csv")))]
     if not paths:
         pytest.skip("the committed gate-mode runs are not in this tree")
-    pts = pe.load_gate_points(paths)
-    # grids of at most three CTAs per SM (396 items on the H200) are spread over the SMs since
-    # session 15 (heuristics::kStepSpreadCtasPerSm), which changes them by up to 40%: the pairs
-    # measured before no longer describe the product there; session 15's run 5 measures them
-    return {k: v for k, v in pts.items() if not (k[6] != "ladder_s15/run5" and k[2] * k[3] <= 396)}
+    # grids of at most three CTAs per SM are spread over the SMs since session 15: the pairs
+    # measured before no longer describe the product there (policy_eval.current_gate_points)
+    return pe.current_gate_points(pe.load_gate_points(paths))
 
 
 def test_gate_rule_parses():
