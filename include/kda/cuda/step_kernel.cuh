@@ -73,6 +73,16 @@ struct StepTraits {
   /// H = 96, B = 128 and 256 (mode 1); the same hint makes fp32 decode 1-6% slower from 3072
   /// items (docs/data/ladder_s15/run4, run5, rung ef).
   static constexpr bool kStateEvictFirst = MIN_BLOCKS_ > 4;
+#ifdef KDA_RUNG_VERIFY_PROLOGUE
+  /// Ladder rung (off by default, not yet measured): q at run time without the F_B path
+  /// (gate modes 1 and 2) loads every input of its q tokens in the first wave — the window,
+  /// the raw logits into s_g, the q/k/v inputs of tokens 1…q−1 into s_yq / s_yk / s_yv (each
+  /// thread its own channels, so no barrier) — instead of after the staged-inputs barrier and
+  /// token by token in the conv: one dependent round trip instead of about 2 + q.
+  static constexpr bool kEarlyTokenInputs = Q_ == 0 && !GATE_FB_;
+#else
+  static constexpr bool kEarlyTokenInputs = false;
+#endif
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -248,7 +258,23 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       x0 = ld_bf16(p.qkv + row_base * p.qkv_row + cv);
     }
   };
-  if constexpr (T::kQ == 1) load_window();
+  if constexpr (T::kQ == 1 || T::kEarlyTokenInputs) load_window();
+  if constexpr (T::kEarlyTokenInputs) {
+    // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
+    for (int i = tid; i < q * K; i += NT)
+      s_g[i] = gate_from_ws ? p.gate_ws[(row_base + i / K) * p.gate_ws_row + h * K + i % K]
+                            : ld_bf16(p.gate_in + (row_base + i / K) * p.gate_in_row + h * K + i % K);
+    // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
+    for (int t = 1; t < q; ++t) {
+      const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
+      if (tid < K) {
+        s_yq[t * K + tid] = ld_bf16(xr + cq);
+        s_yk[t * K + tid] = ld_bf16(xr + ck);
+      } else if (tid < K + RC) {
+        s_yv[t * RC + vj] = ld_bf16(xr + cv);
+      }
+    }
+  }
   // q = 1, gate modes 1 and 2: the logit joins the window wave (one round trip fewer after the
   // staged-inputs barrier)
   float z1 = 0.f;
@@ -287,6 +313,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         z += __shfl_xor_sync(0xffffffffu, z, 1);
       } else if (T::kQ == 1) {
         z = z1;
+      } else if (T::kEarlyTokenInputs) {
+        z = gpart == 0 ? s_g[t * K + gi] : 0.f;  // staged; gpart 0 reads and overwrites it
       } else if (gate_from_ws) {
         z = p.gate_ws[(row_base + t) * p.gate_ws_row + h * K + gi];
       } else {
@@ -302,7 +330,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 
   // ---- conv + SiLU. New window columns are written once the old ones are read (SPLIT > 1:
   //      the q/k columns, read by every rank, are staged for rank 0) ----------------------------
-  if constexpr (T::kQ != 1) load_window();
+  if constexpr (T::kQ != 1 && !T::kEarlyTokenInputs) load_window();
   if (tid < K) {
     float wq[4], wk[4];
 #pragma unroll
@@ -324,7 +352,12 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
     for (int t = 0; t < q; ++t) {
       const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
-      const float xq = t == 0 ? x0 : ld_bf16(xr + cq), xk = t == 0 ? x1 : ld_bf16(xr + ck);
+      float xq, xk;
+      if constexpr (T::kEarlyTokenInputs) {
+        xq = t == 0 ? x0 : s_yq[t * K + tid], xk = t == 0 ? x1 : s_yk[t * K + tid];
+      } else {
+        xq = t == 0 ? x0 : ld_bf16(xr + cq), xk = t == 0 ? x1 : ld_bf16(xr + ck);
+      }
       if constexpr (SPLIT == 1) {
         conv_store(p, r.win_out, cq, 2 + t, xq);
         conv_store(p, r.win_out, ck, 2 + t, xk);
@@ -358,7 +391,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     conv_store(p, r.win_out, cv, 0, h1);
     conv_store(p, r.win_out, cv, 1, h2);
     for (int t = 0; t < q; ++t) {
-      const float x = t == 0 ? x0 : ld_bf16(p.qkv + (row_base + t) * p.qkv_row + cv);
+      const float x = t == 0                 ? x0
+                      : T::kEarlyTokenInputs ? s_yv[t * RC + vj]
+                                             : ld_bf16(p.qkv + (row_base + t) * p.qkv_row + cv);
       conv_store(p, r.win_out, cv, 2 + t, x);
       float a = bias;
       a = fmaf(w[0], h0, a);
