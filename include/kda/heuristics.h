@@ -22,7 +22,7 @@ struct AutoRule {
 /// Split (the item's rows over a cluster) up to 12 items (5–15% faster than Wide there), Wide
 /// from there (WS within 2% of it around 96 items and 6–8% faster only at H = 4, B = 32 / 64).
 /// The same table holds for bf16 state once small grids are spread over the SMs
-/// (kStepSpreadCtasPerSm): Wide beats Split from 16 items at every measured point, by 40-44%
+/// (kStepSpreadCtasPerSm): Wide beats Split from 16 items at every measured point, by 43-44%
 /// at 96 items and 9-10% at 192 (docs/data/ladder_s15/run4; without the spread Split won at
 /// 96-383 items with bf16 state, docs/data/ladder_s14/run8, run9).
 inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
@@ -101,7 +101,8 @@ struct StepLayout {
 };
 /// The layout of a Split/Wide CTA of a grid of `ctas` CTAs on `sms` SMs: the preferred CTAs
 /// per SM first, then fewer, each with as many stages as fit (at least two while the CTA has
-/// several chunks and q ≥ 2).
+/// several chunks and q ≥ 2); a grid of at most kStepSpreadCtasPerSm CTAs per SM is then
+/// padded to ⌈ctas / sms⌉ CTAs per SM (the returned ctas_per_sm and smem say so).
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
                               int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm) {
   const int chunks = cuda_config::chunks_per_cta(split);
