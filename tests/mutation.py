@@ -51,7 +51,7 @@ MUTATIONS = [
     ("beta-head-0", "every head takes the beta logit of head 0",
      [("p.beta[int64_t(b * q + t) * p.beta_row + h]", "p.beta[int64_t(b * q + t) * p.beta_row]")]),
     ("pad-token-null-written", "a per-token write skips negative ids only (writes the null slot)",
-     [("if (!is_pad_id(dst, p.null_slot))\n", "if (dst >= 0)\n")]),
+     [("if (!is_pad_id(dst, p.null_slot)) state_store(", "if (dst >= 0) state_store(")]),
     ("commit-one-short", "commit folds one record fewer than asked",
      [("c.row, h, c.count);", "c.row, h, c.count - 1);")]),
 ]
@@ -77,7 +77,15 @@ def copy_tree(dst):
     if os.path.exists(dst):
         shutil.rmtree(dst)
     os.makedirs(dst)
-    for name in ("CMakeLists.txt", "pyproject.toml", "include", "src", "csrc", "python", "tests", "examples", "docs"):
+    # every top-level entry git tracks (a new folder, e.g. cmake/, must not be forgotten), else
+    # the known list
+    try:
+        listed = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True, check=True).stdout
+        names = sorted({f.split("/", 1)[0] for f in listed.splitlines() if f and not f.startswith(".")})
+    except (OSError, subprocess.CalledProcessError):
+        names = ["CMakeLists.txt", "pyproject.toml", "cmake", "include", "src", "csrc", "python", "tests",
+                 "examples", "benchmarks", "docs"]
+    for name in names:
         s = os.path.join(ROOT, name)
         if os.path.isdir(s):
             # plain copies (fresh modification times): the build must not take an object compiled
