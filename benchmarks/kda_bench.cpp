@@ -39,11 +39,18 @@ namespace {
 using namespace kda;
 constexpr int K = 128, W = 4;
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
+/// The items of a comma-separated list.
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
   std::stringstream ss(s);
   std::string tok;
-  while (std::getline(ss, tok, ',')) v.push_back(std::stoi(tok));
+  while (std::getline(ss, tok, ',')) v.push_back(tok);
+  return v;
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  for (const std::string& tok : split_list(s)) v.push_back(std::stoi(tok));
   return v;
 }
 
@@ -297,29 +304,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::vector<std::string> modes;
-  {
-    std::stringstream ss(mode_s);
-    std::string tok;
-    while (std::getline(ss, tok, ',')) modes.push_back(tok);
-  }
-  std::vector<std::string> variants, states;
-  {
-    std::stringstream ss(variant_s);
-    std::string tok;
-    while (std::getline(ss, tok, ',')) variants.push_back(tok);
-  }
-  {
-    std::stringstream ss(state_s);
-    std::string tok;
-    while (std::getline(ss, tok, ','))
-      if (tok == "f32" || tok == "bf16") {
-        states.push_back(tok);
-      } else {
-        std::fprintf(stderr, "--state: expected f32, bf16 or a comma list of them, got %s\n", tok.c_str());
-        return 2;
-      }
-  }
+  const std::vector<std::string> modes = split_list(mode_s), variants = split_list(variant_s),
+                                 states = split_list(state_s);
+  for (const std::string& st : states)
+    if (st != "f32" && st != "bf16") {
+      std::fprintf(stderr, "--state: expected f32, bf16 or a comma list of them, got %s\n", st.c_str());
+      return 2;
+    }
   if (gate < -1 || gate > 2) {
     std::fprintf(stderr, "--gate: expected 0, 1, 2 or auto, got %d\n", gate);
     return 2;

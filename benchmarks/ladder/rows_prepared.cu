@@ -198,6 +198,24 @@ __device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_sta
   }
 }
 
+/// The row loop of the row kernels: for each chunk, its rows in S (chunk_in), then
+/// body(crow, S, urow, writer) — crow the warp's first row; after delta_rows, lane l holds u
+/// (l < 16) or o (l >= 16) of row crow + urow (− kRPW for o), written by the lanes `writer`.
+template <class Body>
+__device__ __forceinline__ void row_chunks(unsigned char* s_state, uint64_t* full, const float* tile, int tid, int warp,
+                                           int lane, Body&& body) {
+  constexpr int G2 = 16 / kRPW;
+  const int urow = lane / G2;
+  const bool writer = lane % G2 == 0;
+#pragma unroll 1
+  for (int c = 0; c < kChunks; ++c) {
+    const int crow = c * kChunk + warp * kRPW;
+    float4 S[kRPW];
+    chunk_in(S, s_state, full, tile, c, tid, warp, lane);
+    body(crow, S, urow, writer);
+  }
+}
+
 /// The row kernels' start, as the step kernel's: barriers, the PDL hand-over (the previous
 /// step's tail overlaps), the request's slot (its one round trip before the copies), then
 /// thread 0's bulk copies of the item's prepared vectors (`prep_bytes`, none when 0) and of
@@ -249,14 +267,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
     beta = s_prep[4 * K];
     kq = s_prep[4 * K + 1];
   }
-  constexpr int G2 = 16 / kRPW;
-  const int urow = lane / G2;
-  const bool writer = lane % G2 == 0;
-#pragma unroll 1
-  for (int c = 0; c < kChunks; ++c) {
-    const int crow = c * kChunk + warp * kRPW;
-    float4 S[kRPW];
-    chunk_in(S, s_state, full, tile, c, tid, warp, lane);
+  row_chunks(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
     if (kMath) {
       float u, o;
       kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, kq, s_prep + 3 * K + crow, lane, u, o);
@@ -266,7 +277,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
       for (int i = 0; i < kRPW; ++i) S[i].x *= 0.999f, S[i].y *= 0.999f, S[i].z *= 0.999f, S[i].w *= 0.999f;
     }
     kda::cuda::store_tile<float, kRPW>(tile + crow * K + lane * 4, S);
-  }
+  });
   if (kMath) {
     __syncthreads();  // s_o complete
     if (tid < K) {
@@ -307,14 +318,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_q_kernel(const __grid_consta
   const float* tile = start_rows(a.state, a.slots, a.H, item, full, &prep_bar, s_state, s_prep,
                                  a.prep + int64_t(item) * Q * kPrep, kPrepQBytes);
   mbar_wait(&prep_bar, 0);
-  constexpr int G2 = 16 / kRPW;
-  const int urow = lane / G2;
-  const bool writer = lane % G2 == 0;
-#pragma unroll 1
-  for (int c = 0; c < kChunks; ++c) {
-    const int crow = c * kChunk + warp * kRPW;
-    float4 S[kRPW];
-    chunk_in(S, s_state, full, tile, c, tid, warp, lane);
+  row_chunks(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
     for (int t = 0; t < Q; ++t) {
       const float* pt = s_prep + t * kPrep;
       const float4 k4 = *reinterpret_cast<const float4*>(pt + 0 * K + lane * 4);
@@ -330,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_q_kernel(const __grid_consta
           a.out[r + urow - kRPW] = kda::f32_to_bf16(o);
       }
     }
-  }
+  });
 }
 
 /// The floor rungs of a small batch: `empty` is one step's fixed cost (the PDL hand-over, the

@@ -121,6 +121,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   // (docs/data/ladder_s12/run8). q ≥ 2 rows keep at least two stages.
   const int min_stages = q == 1 ? 1 : 2;
   const int order[] = {small ? 2 : prefer_ctas_per_sm, prefer_ctas_per_sm, 4, 3, 2, 1};
+  const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;  // the spread's CTAs per SM
   for (int cps : order) {
     for (int st = top; st >= 1; --st) {
       if (st < min_stages && chunks > 1 && cps > 1) break;
@@ -129,7 +130,6 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
       // spread: pad the CTA so that ⌈ctas / sms⌉ CTAs fit on an SM and one more does not
       // (counting only the driver's 1 KiB per CTA for the latter)
-      const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;
       if (per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm && per_sm < smem_per_sm / (bytes + kStepSmemPerCtaOverhead)) {
         const int64_t pad = (smem_per_sm / (per_sm + 1) - 1024 + 16) / 16 * 16;
         if (pad > bytes && pad + 256 <= smem_optin && per_sm * (pad + kStepSmemPerCtaOverhead) <= smem_per_sm)

@@ -351,11 +351,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       stq[0] = q1, stq[1] = q2, stk[0] = k1, stk[1] = k2;
     }
     for (int t = 0; t < q; ++t) {
-      const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
       float xq, xk;
       if constexpr (T::kEarlyTokenInputs) {
         xq = t == 0 ? x0 : s_yq[t * K + tid], xk = t == 0 ? x1 : s_yk[t * K + tid];
       } else {
+        const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
         xq = t == 0 ? x0 : ld_bf16(xr + cq), xk = t == 0 ? x1 : ld_bf16(xr + ck);
       }
       if constexpr (SPLIT == 1) {
