@@ -105,20 +105,23 @@ GATE_MODES = ("decode", "per_token", "record", "fused", "append")  # StepMode or
 
 
 def gate_rule_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
-    """{'decode': min, ..., 'q1_verify': min, 'decode_bf16': min}: kSharedGateMinItems (in
-    StepMode order), kSharedGateMinItemsQ1Verify and kSharedGateMinItemsBf16Decode of
+    """{'decode': min, ..., 'q1_verify': min, 'q16_verify': min, 'decode_bf16': min}:
+    kSharedGateMinItems (in StepMode order), kSharedGateMinItemsQ1Verify,
+    kSharedGateMinItemsQ16Verify and kSharedGateMinItemsBf16Decode of
     include/kda/heuristics.h."""
     text = open(path).read()
     m = re.search(r"kSharedGateMinItems\[\]\s*=\s*\{(.*?)\};", text, re.S)
     m1 = re.search(r"kSharedGateMinItemsQ1Verify\s*=\s*(\d+)", text)
+    m16 = re.search(r"kSharedGateMinItemsQ16Verify\s*=\s*(\d+)", text)
     mb = re.search(r"kSharedGateMinItemsBf16Decode\s*=\s*(\d+)", text)
-    if not m or not m1 or not mb:
+    if not m or not m1 or not m16 or not mb:
         raise SystemExit(f"policy_eval: the gate thresholds are not found in {path}")
     nums = [int(n) for n in re.findall(r"(?<![\w/])(\d+)(?![\w*])", re.sub(r"/\*.*?\*/", "", m.group(1)))]
     if len(nums) != len(GATE_MODES):
         raise SystemExit(f"policy_eval: kSharedGateMinItems has {len(nums)} entries, expected {len(GATE_MODES)}")
     out = dict(zip(GATE_MODES, nums))
     out["q1_verify"] = int(m1.group(1))
+    out["q16_verify"] = int(m16.group(1))
     out["decode_bf16"] = int(mb.group(1))
     return out
 
@@ -131,8 +134,8 @@ def shared_gate(rule, mode, items, q, state="f32", max_q=16):
     if mode == "append":
         return items >= m
     if mode == "per_token":
-        return q == max_q and items * q >= m
-    return items >= rule["q1_verify"] if q == 1 else items * q >= m
+        return q == max_q and items >= m
+    return items >= (rule["q1_verify"] if q == 1 else rule["q16_verify"] if q == max_q else m)
 
 
 def load_gate_points(paths):
@@ -153,6 +156,7 @@ def load_gate_points(paths):
 
 
 SPREAD_SESSION = 15  # the session whose runs first spread small grids over the SMs
+TOKEN_GROUP_SESSION = 16  # the session whose Split/Wide kernel first took q >= 2 tokens in groups
 H200_SMS = 132
 
 
@@ -167,14 +171,21 @@ def spread_items(path=os.path.join(ROOT, "include", "kda", "heuristics.h"), sms=
 def current_gate_points(points):
     """The pairs that still describe the product: runs before session 15 measured grids of up
     to three CTAs per SM without the spread, which moved them by up to 40%, so those pairs are
-    left out (session 15's runs measure them)."""
+    left out (session 15's runs measure them); and the verify kinds with q >= 2 before session
+    16 ran the Split/Wide kernel before its token groups (record 13%, fused 7% faster since at
+    H = 96, B = 256), so their pairs are left out too."""
     limit = spread_items()
 
     def session(run):
         m = re.match(r"ladder_s(\d+)", run)
         return int(m.group(1)) if m else 0
 
-    return {k: v for k, v in points.items() if not (session(k[6]) < SPREAD_SESSION and k[2] * k[3] <= limit)}
+    def stale(k):
+        before = session(k[6])
+        verify_qn = k[0] in ("record", "fused", "per_token") and k[1] >= 2
+        return (before < SPREAD_SESSION and k[2] * k[3] <= limit) or (before < TOKEN_GROUP_SESSION and verify_qn)
+
+    return {k: v for k, v in points.items() if not stale(k)}
 
 
 def score_gate(rule, points):

@@ -32,7 +32,8 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// kernel wins every kind at every measured size (per_token 6–8%, record 12–16%, fused
 /// 14–24%); with more tokens WS's register-resident token loop wins, except record and fused
 /// at q = 4 from a few thousand items (Wide 0–8% faster at 3072–24576 items). q = 16 does not
-/// fit WS's ring: Wide.
+/// fit WS's ring: Wide. (These sweeps ran Wide before its token groups; under gate mode 1, which
+/// `auto` takes for record and fused from 192 items, the verify kinds run Wide anyway.)
 inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kWide}};
 inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kWS}};
 inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};                        // record, fused at q = 1
@@ -100,8 +101,7 @@ struct StepLayout {
   int64_t smem = 0;     ///< dynamic shared memory per CTA
 };
 /// The layout of a Split/Wide CTA of a grid of `ctas` CTAs on `sms` SMs: the preferred CTAs
-/// per SM first, then fewer, each with as many stages as fit (at least two while the CTA has
-/// several chunks and q ≥ 2); a grid of at most kStepSpreadCtasPerSm CTAs per SM is then
+/// per SM first, then fewer, each with as many stages as fit; a grid of at most kStepSpreadCtasPerSm CTAs per SM is then
 /// padded to ⌈ctas / sms⌉ CTAs per SM (the returned ctas_per_sm and smem say so).
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
                               int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm) {
@@ -114,17 +114,17 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
     const int cap = int(kStepStageBytes / stage) < 1 ? 1 : int(kStepStageBytes / stage);
     if (top > cap) top = cap;
   }
-  // q = 1 rows hold one token per row, so one stage behind a full CTA complement keeps the
-  // copy engine busy; an append step's staged records (up to 16 × 1.5 KiB per CTA) would
-  // otherwise push the layout to three CTAs per SM: append Qr = 16 at H = 96, B = 256 runs
-  // 976.7 µs with one stage and four CTAs against 1080.5 with two stages and three
-  // (docs/data/ladder_s12/run8). q ≥ 2 rows keep at least two stages.
-  const int min_stages = q == 1 ? 1 : 2;
-  const int order[] = {small ? 2 : prefer_ctas_per_sm, prefer_ctas_per_sm, 4, 3, 2, 1};
+  // NOTES: a CTA per SM is worth more than a second stage. With the other CTAs of a full SM
+  // complement behind it, one stage keeps the copy engine busy: append Qr = 16 at H = 96,
+  // B = 256 runs 976.7 µs with one stage and four CTAs against 1080.5 with two stages and
+  // three (docs/data/ladder_s12/run8); fused q = 4 1391.6 against 1628.5, q = 8 2546.2
+  // against 3156.6, record q = 16 5014.0 against 8526.7; record q = 4 and q = 8 (which fit
+  // four and three CTAs either way) and per_token within 0.5% (docs/data/ladder_s16/run5).
   const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;  // the spread's CTAs per SM
+  // a grid of one or two CTAs per SM is laid out for the CTAs that will share an SM
+  const int order[] = {small ? (per_sm >= 1 ? int(per_sm) : 2) : prefer_ctas_per_sm, prefer_ctas_per_sm, 4, 3, 2, 1};
   for (int cps : order) {
     for (int st = top; st >= 1; --st) {
-      if (st < min_stages && chunks > 1 && cps > 1) break;
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
       const int64_t bytes = L.bytes();
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
@@ -159,32 +159,35 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 
 /// Gate mode `auto` on CUDA (a layer with F_B whose PreparedKda holds the workspace): mode 1
 /// (the gate kernel's one GEMM on tensor cores, then the step on Split / Wide) where it was
-/// measured faster than mode 0 with the auto variant, else mode 0 (docs/data/ladder_s13/run3
-/// and run4, H = 96 unless said). The second kernel costs a fixed 3–8 µs per decode step at one to
-/// eight requests and 13 µs per q = 4 verify step at one request (its launch, its grid boundary
-/// and the step's wait on it), so mode 1 pays only on larger grids:
+/// measured faster than mode 0 with the auto variant, else mode 0 (H = 96 unless said). The
+/// second kernel costs a fixed 3–8 µs per decode step at one to eight requests (its launch,
+/// its grid boundary and the step's wait on it), so mode 1 pays only where the step saves more:
 ///   decode from 6144 items (0.965× at B = 256, 0.969× at B = 128, 0.988× at B = 64; H = 48:
-///     0.987× at 6144 items, 1.018× at 3072);
+///     0.987× at 6144 items, 1.018× at 3072; docs/data/ladder_s13/run3, run4);
 ///   append from 768 items (Qr = 8: 0.83× at 24576 items, 0.85–0.86× at 6144, 0.92–0.93× at
 ///     1536, 0.98× at 768 with H = 12, 1.03× at 384);
-///   record and fused with q ≥ 2 from 3072 items × tokens (0.77–0.93×; 0.96–0.98× at 1536;
-///     WS with mode 0 stays 5% faster for fused q = 8 at B = 64; never one request: 1.7–1.8×
-///     at q = 4, B = 1), with q = 1 from 6144 items (0.92–0.96×);
-///   per_token only at q = 16 (0.90–0.94×; WS with mode 0 wins q = 2…8 by 5–13%);
+///   record and fused with 2 ≤ q ≤ 8 from 192 items, where the token-group Wide kernel of mode 1
+///     beats WS's mode 0 (0.65–0.89× from 384 items; at 192: record 0.85–0.97×, 1.03× at q = 2;
+///     fused 0.82–0.98×; at 96 items and below 1.04–1.30×), with q = 16 always (0.67–0.89×,
+///     one request included), with q = 1 from 6144 items (0.92–0.96×; docs/data/ladder_s16/run7
+///     at H = 12 and 96, B = 1…64; q = 1 docs/data/ladder_s13);
+///   per_token only at q = 16 (0.83–0.92× at every measured size; with q ≤ 8 WS's mode 0 wins
+///     or ties: 0.94–1.27×);
 ///   bf16 state: decode from 1536 items, where its Wide kernel runs six CTAs per SM
 ///     (kStepBf16Q1CtasPerSm) with its state read evict-first (docs/data/ladder_s15/run5:
 ///     0.94–0.95× at 1536 items, 0.88× at 3072; a tie at 768, 1.13–1.47× below), append as fp32.
 inline constexpr int64_t kSharedGateMinItems[] = {
-    /*decode*/ 6144, /*per_token (q = 16)*/ 3072, /*record*/ 3072, /*fused*/ 3072, /*append*/ 768};
+    /*decode*/ 6144, /*per_token (q = 16)*/ 12, /*record*/ 192, /*fused*/ 192, /*append*/ 768};
 inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
+inline constexpr int64_t kSharedGateMinItemsQ16Verify = 12;
 inline constexpr int64_t kSharedGateMinItemsBf16Decode = 1536;
 inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
   const int64_t min = kSharedGateMinItems[int(mode)];
   switch (mode) {
     case StepMode::kDecode: return items >= (state_bf16 ? kSharedGateMinItemsBf16Decode : min);
     case StepMode::kAppend: return items >= min;
-    case StepMode::kPerToken: return q == kMaxQ && items * q >= min;
-    default: return q == 1 ? items >= kSharedGateMinItemsQ1Verify : items * q >= min;
+    case StepMode::kPerToken: return q == kMaxQ && items >= min;
+    default: return items >= (q == 1 ? kSharedGateMinItemsQ1Verify : q == kMaxQ ? kSharedGateMinItemsQ16Verify : min);
   }
 }
 

@@ -496,7 +496,7 @@ TEST_F(CudaVsCpu, SharedGateEveryStepKind) {
       }
   std::cout << "[cuda-vs-cpu] gate mode 1: " << cases << " configurations\n";
   // auto on a grid large enough for mode 1 (heuristics::auto_shared_gate): record and fused
-  // q = 4 at 3072 items × tokens, run; decode's threshold (12288 items) is a plan check only
+  // q = 4 at 768 items (mode 1 from 192), run; decode's threshold is a plan check only
   for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
     Config c;
     c.mode = m;

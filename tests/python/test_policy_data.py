@@ -93,11 +93,13 @@ def test_bf16_decode_rule_within_5_percent_everywhere():
 
 # the same-binary comparisons of gate mode 0 against mode 1: session 13 (g1 in run 3, g2 in runs
 # 4 and 5, docs/data/ladder_s13/README.md) and session 14 (the final binary: run 4, decode grid
-# and bf16 state; run 7, one to 32 requests) and session 15 (run 5, the final binary with small
-# grids spread over the SMs)
+# and bf16 state; run 7, one to 32 requests), session 15 (run 5, the final binary with small
+# grids spread over the SMs) and session 16 (run 7: record, fused and per_token at q = 2…16 on
+# the token-group kernel, H = 12 and 96, one to 64 requests)
 GATE_RUNS = [os.path.join(ROOT, "docs", "data", "ladder_s13", r) for r in ("run3", "run4", "run5")] + [
     os.path.join(ROOT, "docs", "data", "ladder_s14", r) for r in ("run4", "run7")] + [
-    os.path.join(ROOT, "docs", "data", "ladder_s15", "run5")]
+    os.path.join(ROOT, "docs", "data", "ladder_s15", "run5"),
+    os.path.join(ROOT, "docs", "data", "ladder_s16", "run7")]
 
 
 def _gate_points(pe):
@@ -113,7 +115,7 @@ def _gate_points(pe):
 
 def test_gate_rule_parses():
     rule = _policy_eval().gate_rule_from_header()
-    assert set(rule) == set(_policy_eval().GATE_MODES) | {"q1_verify", "decode_bf16"}
+    assert set(rule) == set(_policy_eval().GATE_MODES) | {"q1_verify", "q16_verify", "decode_bf16"}
     assert all(n > 1 for n in rule.values()), rule
 
 

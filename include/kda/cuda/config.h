@@ -19,6 +19,10 @@ inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
 inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
+/// Tokens of a q ≥ 2 step are taken in groups of up to kTokenGroup: the dot products of a
+/// group's tokens with the state as it was when the group began are independent, so they
+/// share one reduction (step_kernel.cuh, NOTES: token groups).
+inline constexpr int kTokenGroup = 4;
 
 /// Gate mode 1 kernel (gate_kernel.cuh): a tile of kGateRowsPerCta rows (requests × tokens)
 /// against one head's 128 gate rows per CTA, one 16-row strip per warp; both operands staged
@@ -41,6 +45,11 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 ///   win     [256][W-2+q] f32    new q/k window columns, written by rank 0 at the end (SPLIT > 1)
 ///   part    [q][4][3] f32       per-warp Σy_q², Σy_k², Σy_q·y_k (warps 0–3 hold the q/k channels)
 ///   beta[16], kq[16] (k·q per token), red[16][SPLIT] (Σo² partials of the ranks), tslots[16]
+///   q ≥ 2 only (token groups, step_kernel.cuh):
+///   kgq     [2][q4][128] f32    Γ⊙k then Γ⊙q per token (Γ: the decays since the token's
+///                               group began; q4 = q rounded up to whole groups, pad rows 0)
+///   mn      [q][8] f32          in-group coefficients M[t][j], then N[t][j] (j < 4)
+///   ik      [16] f32            1/|y_k| per token
 ///   state   [stages][CR][128] as stored (fp32 or bf16), filled by bulk copies
 ///   rec_u   [records][RC] f32   u of the pending records, own rows (fused / append)
 ///   rec_kg  [records][256] f32  k then g of the pending records (g replaced by e = exp(g))
@@ -65,7 +74,11 @@ struct StepSmem {
   constexpr int64_t kq() const { return beta() + kMaxQ * 4; }
   constexpr int64_t red() const { return kq() + kMaxQ * 4; }
   constexpr int64_t tslots() const { return red() + align16(int64_t(kMaxQ) * split * 4); }
-  constexpr int64_t state() const { return (tslots() + kMaxQ * 4 + 127) / 128 * 128; }
+  constexpr int q4() const { return (q + kTokenGroup - 1) / kTokenGroup * kTokenGroup; }
+  constexpr int64_t kgq() const { return tslots() + kMaxQ * 4; }
+  constexpr int64_t mn() const { return kgq() + (q > 1 ? int64_t(2) * q4() * kHeadDim * 4 : 0); }
+  constexpr int64_t ik() const { return mn() + (q > 1 ? int64_t(q) * 8 * 4 : 0); }
+  constexpr int64_t state() const { return (ik() + (q > 1 ? kMaxQ * 4 : 0) + 127) / 128 * 128; }
   constexpr int64_t rec_u() const { return state() + stages * stage_bytes(); }
   constexpr int64_t rec_kg() const { return rec_u() + align16(int64_t(records) * rc() * 4); }
   constexpr int64_t bytes() const { return rec_kg() + int64_t(records) * 2 * kHeadDim * 4; }

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "kda/cuda/common.cuh"
+#include "kda/cuda/config.h"
 
 namespace kda::cuda {
 
@@ -112,6 +113,105 @@ __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, c
     S[i].z = fmaf(ui, k4.z, S[i].z);
     S[i].w = fmaf(ui, k4.w, S[i].w);
   }
+}
+
+constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
+
+/// Lane roles in a token group of TG tokens on a warp tile of RPW rows. The top
+/// NB = 1 + log2(RPW) + log2(TG) bits of the lane id name one dot product of the group:
+/// [which (0: a = S·(Γ⊙k), 1: b = S·(Γ⊙q)) | row | token]. A lane holds the tile's rows and
+/// the group's tokens in an order permuted by its own bits (row r of the registers is the
+/// warp's row r ^ row_bits), so the reduction needs no selects: at every step a lane keeps
+/// the first half of its live partials and adds its partner's second half, which is the same
+/// logical product.
+template <int RPW, int TG>
+struct TokenGroupLanes {
+  static constexpr int kRowBits = ilog2(RPW), kTokBits = ilog2(TG), kBits = 1 + kRowBits + kTokBits;
+  static constexpr int kShift = 5 - kBits;  ///< lanes 2^kShift apart share a product
+  static_assert((1 << kRowBits) == RPW && (1 << kTokBits) == TG && kBits <= 5, "token group shape");
+  int which, row, tok;
+  __device__ __forceinline__ explicit TokenGroupLanes(int lane)
+      : which(lane >> 4), row((lane >> (4 - kRowBits)) & (RPW - 1)), tok((lane >> kShift) & (TG - 1)) {}
+  /// the lane holding product (which = 0, row, token tt)
+  __device__ __forceinline__ static int a_lane(int row, int tt) { return ((row << kTokBits) | tt) << kShift; }
+  __device__ __forceinline__ static bool writer(int lane) { return (lane & ((1 << kShift) - 1)) == 0; }
+};
+
+/// The row of kgq ([2][q4][128]) where Γ⊙k (hf = 0) or Γ⊙q (hf = 1) of token t is stored for
+/// the channels of lane l: permuted by the lane's bits of the token group t belongs to, so that
+/// every lane of token_group_dots reads its operands at the same offsets (no per-lane address
+/// arithmetic in the row loop). Groups: kTokenGroup tokens from 0, the last one 1, 2 or 3 (held
+/// as 4 with a zero pad row).
+template <int RPW>
+__device__ __forceinline__ int token_group_store_row(int l, int hf, int t, int q, int q4) {
+  constexpr int G = cuda_config::kTokenGroup;
+  const int t0 = t - t % G, rem = q - t0;
+  const int tb = rem >= 3 ? 2 : rem == 2 ? 1 : 0;  // log2 of the group's TG
+  const int tok = (l >> (5 - (1 + ilog2(RPW) + tb))) & ((1 << tb) - 1);
+  return (hf ^ (l >> 4)) * q4 + t0 + ((t - t0) ^ tok);
+}
+
+/// The row-permuted tile register of the warp's row `i` (see TokenGroupLanes): row_bits ^ i.
+template <int RPW>
+__device__ __forceinline__ int tile_row(int lane, int r) {
+  return r ^ ((lane >> (4 - ilog2(RPW))) & (RPW - 1));
+}
+
+/// Reduce-scatter of C partials over lane offsets O, O/2, … (no selects, see TokenGroupLanes).
+template <int C, int O>
+__device__ __forceinline__ void group_reduce_step(float* p) {
+  if constexpr (C > 1) {
+#pragma unroll
+    for (int j = 0; j < C / 2; ++j) p[j] += __shfl_xor_sync(0xffffffffu, p[j + C / 2], O);
+    group_reduce_step<C / 2, O / 2>(p);
+  }
+}
+
+/// The 2·RPW·TG dot products of a token group: the tile S (rows permuted, tile_row) against
+/// Γ⊙k and Γ⊙q of tokens t0 … t0+TG−1 (kgq: [2][q4][128] as token_group_store_row places
+/// them, pad tokens zero). On return every lane holds the total of its product
+/// (TokenGroupLanes). Fixed order: deterministic.
+template <int RPW, int TG>
+__device__ __forceinline__ float token_group_dots(const float4 (&S)[RPW], const float* kgq, int q4, int t0, int lane) {
+  using GL = TokenGroupLanes<RPW, TG>;
+  const GL gl(lane);
+  float kept[RPW * TG];
+#pragma unroll
+  for (int tp = 0; tp < TG; ++tp) {
+    // token t0 + (tp ^ tok), Γ⊙k / Γ⊙q for which = 0 / 1 (va) and the other (vb)
+    const float4 va = *reinterpret_cast<const float4*>(kgq + (t0 + tp) * kHeadDim + lane * 4);
+    const float4 vb = *reinterpret_cast<const float4*>(kgq + (q4 + t0 + tp) * kHeadDim + lane * 4);
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const float pa = dot4(S[r], va), pb = dot4(S[r], vb);
+      kept[r * TG + tp] = pa + __shfl_xor_sync(0xffffffffu, pb, 16);
+    }
+  }
+  group_reduce_step<RPW * TG, 8>(kept);
+  float v = kept[0];
+#pragma unroll
+  for (int o = (1 << GL::kShift) >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// The token recurrence of a group inside each row, from the lanes' products: for j < TG,
+///   u_j = β_j (v_j − a_j − Σ_{i<j} u_i M[j][i]),   o_j = b_j + Σ_{i≤j} u_i N[j][i]
+/// (M, N: the in-group coefficients, N[j][j] = k_j·q_j). acc: the lane's product in, o out
+/// (which = 1 lanes); returns u of the lane's (row, token) (which = 0 lanes).
+template <int RPW, int TG>
+__device__ __forceinline__ float token_group_solve(float& acc, float v, float beta, const float4& mn, int lane) {
+  using GL = TokenGroupLanes<RPW, TG>;
+  const GL gl(lane);
+  const float cf[4] = {mn.x, mn.y, mn.z, mn.w};
+  float my_u = 0.f;
+#pragma unroll
+  for (int jj = 0; jj < TG; ++jj) {
+    const float u = beta * (v - acc);  // final in the lane (0, row, jj) at this step
+    const float uj = __shfl_sync(0xffffffffu, u, GL::a_lane(gl.row, jj));
+    if (gl.which == 0 && gl.tok == jj) my_u = u;
+    if (gl.which ? gl.tok >= jj : gl.tok > jj) acc = fmaf(uj, cf[jj], acc);
+  }
+  return my_u;
 }
 
 /// Folds one record (u_t of the warp's rows, k_t and the decay e_t = exp(g_t) of the lane's

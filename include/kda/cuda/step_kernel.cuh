@@ -19,10 +19,11 @@
 // is hidden by the other items on the SM rather than by a persistent pipeline.
 //
 // Thread layout in a chunk: warp w owns rows [w·RPW, w·RPW + RPW) of the chunk; lane l owns
-// K columns [4l, 4l + 4) of each (one float4 per row). Per row and token the two dot
-// products S·k and S·q of the decayed row are reduced together (rows_reduce of 2·RPW
-// partials) and o = S'·q is formed as (S·e)·q + u·(k·q): one reduction per token instead
-// of two, and no second pass over the updated row.
+// K columns [4l, 4l + 4) of each (one float4 per row). q = 1: per row the two dot products
+// S·k and S·q of the decayed row are reduced together (rows_reduce of 2·RPW partials) and
+// o = S'·q is formed as (S·e)·q + u·(k·q): one reduction per token instead of two, and no
+// second pass over the updated row. q ≥ 2: tokens in groups of up to four share one
+// reduction (NOTES: token groups, in the row loop).
 //
 // Cluster cooperation (SPLIT > 1), through distributed shared memory: each rank computes
 // the conv of all 256 q/k channels and all 128 gates itself (cheap next to its state rows);
@@ -40,6 +41,7 @@
 #include <cuda_runtime.h>
 
 #include <cuda/ptx>
+#include <type_traits>
 
 #include "kda/cuda/common.cuh"
 #include "kda/cuda/config.h"
@@ -73,16 +75,14 @@ struct StepTraits {
   /// H = 96, B = 128 and 256 (mode 1); the same hint makes fp32 decode 1-6% slower from 3072
   /// items (docs/data/ladder_s15/run4, run5, rung ef).
   static constexpr bool kStateEvictFirst = MIN_BLOCKS_ > 4;
-#ifdef KDA_RUNG_VERIFY_PROLOGUE
-  /// Ladder rung (off by default, not yet measured): q at run time without the F_B path
-  /// (gate modes 1 and 2) loads every input of its q tokens in the first wave — the window,
-  /// the raw logits into s_g, the q/k/v inputs of tokens 1…q−1 into s_yq / s_yk / s_yv (each
-  /// thread its own channels, so no barrier) — instead of after the staged-inputs barrier and
-  /// token by token in the conv: one dependent round trip instead of about 2 + q.
+  /// q at run time without the F_B path (gate modes 1 and 2) loads every input of its q
+  /// tokens in the first wave — the window, the raw logits into s_g, the q/k/v inputs of
+  /// tokens 1…q−1 into s_yq / s_yk / s_yv (each thread its own channels, so no barrier) —
+  /// instead of after the staged-inputs barrier and token by token in the conv: one dependent
+  /// round trip instead of about 2 + q. Record / fused / per_token at H = 96, q = 2…16, gate
+  /// mode 1: 0.5–9% faster at 66 of 69 points, at most 2.6% slower at the others
+  /// (docs/data/ladder_s16/run1).
   static constexpr bool kEarlyTokenInputs = Q_ == 0 && !GATE_FB_;
-#else
-  static constexpr bool kEarlyTokenInputs = false;
-#endif
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -90,6 +90,7 @@ struct StepTraits {
   static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit);  // RC / CR
   static constexpr int kRowsPerWarp = kChunkRows / kWarps;             // RPW
   static_assert(kRowsPerWarp >= 2 && kRowsPerWarp * kWarps == kChunkRows, "rows per warp");
+  static_assert(kThreads % kHeadDim == 0 && kThreads >= 2 * kHeadDim, "a thread per (channel, k | q)");
   static_assert(kRows <= kThreads - kHeadDim, "one thread per own v channel");
 };
 
@@ -158,6 +159,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   unsigned char* s_state = smem + L.state();
   float* s_recu = reinterpret_cast<float*>(smem + L.rec_u());
   float* s_reckg = reinterpret_cast<float*>(smem + L.rec_kg());
+  float* s_kgq = reinterpret_cast<float*>(smem + L.kgq());  // q >= 2
+  float* s_mn = reinterpret_cast<float*>(smem + L.mn());
+  float* s_ik = reinterpret_cast<float*>(smem + L.ik());
+  const int qg = L.q4();  // q in whole token groups
 
   // one state chunk into its stage (thread 0)
   auto state_g2s = [&](unsigned char* dst, const char* src, uint64_t* bar) {
@@ -294,7 +299,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q) s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
   __syncthreads();  // staged inputs
 
-  // ---- gate: two threads per gate row i; z = F_B[h·128 + i]·f_a (mode 0) or the raw gate --
+  // ---- gate: two threads per gate row i; z = F_B[h·128 + i]·f_a (mode 0) or the raw gate
+  //      (q >= 2 without the F_B path: the staged logits, elementwise) ----------------------
   {
     const float a = expf(p.A_log[h]);
     const float dtb = p.dt_bias[h * K + gi];
@@ -306,24 +312,28 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         for (int j = 0; j < 8; ++j) fb[j] = src[j];
       }
     }
-    for (int t = 0; t < q; ++t) {
-      float z;
-      if (gate_from_fb) {
-        z = gate_dot_f4<8>(fb, reinterpret_cast<const float4*>(s_fa + t * kRank + gpart * (kRank / 2)));
-        z += __shfl_xor_sync(0xffffffffu, z, 1);
-      } else if (T::kQ == 1) {
-        z = z1;
-      } else if (T::kEarlyTokenInputs) {
-        z = gpart == 0 ? s_g[t * K + gi] : 0.f;  // staged; gpart 0 reads and overwrites it
-      } else if (gate_from_ws) {
-        z = p.gate_ws[(row_base + t) * p.gate_ws_row + h * K + gi];
-      } else {
-        z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
-      }
-      if (gpart == 0) {
-        const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
-        s_g[t * K + gi] = g;
-        if constexpr (T::kLeanVectors) s_e[gi] = decay_of(g);
+    if constexpr (T::kEarlyTokenInputs) {
+      // the staged logits, every thread on its own (token, row) elements (NT is a multiple of K)
+      for (int i = tid; i < q * K; i += NT)
+        s_g[i] = activate_gate(s_g[i] + p.dt_bias[h * K + (tid & (K - 1))], a, lb, p.lower_bound);
+    } else {
+      for (int t = 0; t < q; ++t) {
+        float z;
+        if (gate_from_fb) {
+          z = gate_dot_f4<8>(fb, reinterpret_cast<const float4*>(s_fa + t * kRank + gpart * (kRank / 2)));
+          z += __shfl_xor_sync(0xffffffffu, z, 1);
+        } else if (T::kQ == 1) {
+          z = z1;
+        } else if (gate_from_ws) {
+          z = p.gate_ws[(row_base + t) * p.gate_ws_row + h * K + gi];
+        } else {
+          z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
+        }
+        if (gpart == 0) {
+          const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
+          s_g[t * K + gi] = g;
+          if constexpr (T::kLeanVectors) s_e[gi] = decay_of(g);
+        }
       }
     }
   }
@@ -434,13 +444,49 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     e4 = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
     kq1 = n.qk * n.ik * n.iq * kQScale;
   } else {
-    for (int i = tid; i < q * K; i += NT) {
-      const int t = i / K;
-      const TokenNorms n = token_norms(s_part, t);
-      s_yk[i] = s_yk[i] * n.ik;
-      s_yq[i] = s_yq[i] * n.iq * kQScale;
-      s_e[i] = decay_of(s_g[i]);
-      if (i % K == 0) s_kq[t] = n.qk * n.ik * n.iq * kQScale;
+    // q >= 2 (NOTES: token groups): per channel, Γ = the decays since the token's group
+    // began; thread c (side 0) writes e and Γ⊙k of channel c, thread 128 + c (side 1) Γ⊙q.
+    // y_k and y_q stay as they are (k = y_k · 1/|y_k| is formed where it is used).
+    {
+      const int c = tid & (K - 1), side = tid >> 7;
+      float G = 1.f;
+      for (int t = 0; t < q; ++t) {
+        if (t % cuda_config::kTokenGroup == 0) G = 1.f;
+        const float e = decay_of(s_g[t * K + c]);
+        G *= e;
+        const TokenNorms n = token_norms(s_part, t);
+        if (side == 0) {
+          s_e[t * K + c] = e;
+          s_kgq[token_group_store_row<RPW>(c >> 2, 0, t, q, qg) * K + c] = G * (s_yk[t * K + c] * n.ik);
+          if (c == 0) s_ik[t] = n.ik, s_kq[t] = n.qk * n.ik * n.iq * kQScale;
+        } else {
+          s_kgq[token_group_store_row<RPW>(c >> 2, 1, t, q, qg) * K + c] = G * (s_yq[t * K + c] * n.iq * kQScale);
+        }
+      }
+      for (int t = q; t < qg; ++t) s_kgq[token_group_store_row<RPW>(c >> 2, side, t, q, qg) * K + c] = 0.f;
+    }
+    // the in-group coefficients of token t (one warp per token): for j = t0 + jj < t,
+    //   M[t][jj] = Σ_c k_j k_t Π_{j<τ≤t} e_τ,  N[t][jj] = Σ_c k_j q_t Π_{j<τ≤t} e_τ;  N[t][t − t0] = k_t·q_t
+    for (int t = warp; t < q; t += T::kWarps) {
+      const int tt = t % cuda_config::kTokenGroup;
+      const TokenNorms nt = token_norms(s_part, t);
+      const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
+      const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+      float4 P = make_float4(1.f, 1.f, 1.f, 1.f);
+      for (int jj = tt - 1; jj >= 0; --jj) {
+        const int j = t - tt + jj;
+        const float4 g4 = *reinterpret_cast<const float4*>(s_g + (j + 1) * K + lane * 4);
+        P = make_float4(P.x * decay_of(g4.x), P.y * decay_of(g4.y), P.z * decay_of(g4.z), P.w * decay_of(g4.w));
+        const float4 ykj = *reinterpret_cast<const float4*>(s_yk + j * K + lane * 4);
+        const float4 x = make_float4(ykj.x * P.x, ykj.y * P.y, ykj.z * P.z, ykj.w * P.w);
+        const float m = warp_sum(dot4(x, ykt)), nn = warp_sum(dot4(x, yqt));
+        const float ikj = token_norms(s_part, j).ik;
+        if (lane == 0) {
+          s_mn[t * 8 + jj] = m * ikj * nt.ik;
+          s_mn[t * 8 + 4 + jj] = nn * ikj * nt.iq * kQScale;
+        }
+      }
+      if (lane == 0) s_mn[t * 8 + 4 + tt] = nt.qk * nt.ik * nt.iq * kQScale;
     }
     __syncthreads();
   }
@@ -455,10 +501,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       float4 v;
       if (c4 < 32) {
         v = *reinterpret_cast<const float4*>(s_yk + t * K + c4 * 4);
-        if constexpr (T::kQ == 1) {  // s_yk is not normalised in place for q = 1
-          const float ik = token_norms(s_part, t).ik;
-          v = make_float4(v.x * ik, v.y * ik, v.z * ik, v.w * ik);
-        }
+        const float ik = T::kQ == 1 ? token_norms(s_part, t).ik : s_ik[t];  // k = y_k · 1/|y_k|
+        v = make_float4(v.x * ik, v.y * ik, v.z * ik, v.w * ik);
       } else {
         v = *reinterpret_cast<const float4*>(s_g + t * K + (c4 - 32) * 4);
       }
@@ -474,18 +518,21 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const bool write_ck = (mode == StepMode::kFused && npend > 0) || full_row;
   StateT* ck_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + int64_t(rank) * RC * K;
   StateT* out_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + int64_t(rank) * RC * K;
-  const int urow = lane / G2;  // the row whose u (lanes < 16) or o (lanes >= 16) this lane holds
+  const int urow = lane / G2;  // q = 1: the row whose u (lanes < 16) or o (lanes >= 16) this lane holds
   const bool writer = (lane % G2) == 0;
+  // q >= 2: the tile's register r holds the warp's row tile_row(lane, r) (TokenGroupLanes)
+  auto trow = [&](int r) { return T::kQ == 1 ? r : tile_row<RPW>(lane, r); };
+  int s = 0;
+  uint32_t phase = 0;
 #pragma unroll 1
   for (int c = 0; c < NCH; ++c) {
-    const int s = c % stages;
-    mbar_wait(&full[s], uint32_t(c / stages) & 1u);
+    mbar_wait(&full[s], phase);
     const int crow = c * CR + warp * RPW;  // first row of the warp within the CTA's rows
     float4 S[RPW];
     {
       const StateT* st = reinterpret_cast<const StateT*>(s_state + s * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
 #pragma unroll
-      for (int i = 0; i < RPW; ++i) S[i] = load_smem_row4(st + i * K);
+      for (int i = 0; i < RPW; ++i) S[i] = load_smem_row4(st + trow(i) * K);
     }
     if (c + stages < NCH) {
       // NOTES: the refill is a write by the async proxy (the bulk copy) after reads by the
@@ -507,21 +554,31 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         state_g2s(s_state + s * L.stage_bytes(), src, &full[s]);
       }
     }
+    if (++s == stages) s = 0, phase ^= 1u;
     // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings)
     for (int pp = 0; pp < npend; ++pp) {
       const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
       const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
-      fold_record_e<RPW>(S, s_recu + pp * RC + crow, kk, ee);
+      if constexpr (T::kQ == 1) {
+        fold_record_e<RPW>(S, s_recu + pp * RC + crow, kk, ee);
+      } else {
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+          const float u = s_recu[pp * RC + crow + trow(i)];
+          S[i] = make_float4(fmaf(u, kk.x, S[i].x * ee.x), fmaf(u, kk.y, S[i].y * ee.y), fmaf(u, kk.z, S[i].z * ee.z),
+                             fmaf(u, kk.w, S[i].w * ee.w));
+        }
+      }
     }
     if (write_ck) {
       StateT* dst = ck_tile + int64_t(crow) * K + lane * 4;
 #pragma unroll
       for (int i = 0; i < RPW; ++i) {
-        IO::store(dst + i * K, S[i]);
+        IO::store(dst + trow(i) * K, S[i]);
         S[i] = IO::stored(S[i]);  // continue from what was stored (SPEC §9)
       }
     }
-    for (int t = 0; t < q; ++t) {
+    if constexpr (T::kQ == 1) {
       float kq = kq1;
       if constexpr (T::kLeanVectors) {
         const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
@@ -530,31 +587,83 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         // the same two roundings as the register path: (y_q · 1/|y_q|) · scale
         q4 = make_float4(yq.x * iq1 * kQScale, yq.y * iq1 * kQScale, yq.z * iq1 * kQScale, yq.w * iq1 * kQScale);
         e4 = *reinterpret_cast<const float4*>(s_e + lane * 4);
-      } else if constexpr (T::kQ != 1) {
-        k4 = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
-        q4 = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
-        e4 = *reinterpret_cast<const float4*>(s_e + t * K + lane * 4);
-        kq = s_kq[t];
       }
       float u, o;
-      delta_rows<RPW>(S, k4, q4, e4, s_beta[t], kq, s_yv + t * RC + crow, lane, u, o);
+      delta_rows<RPW>(S, k4, q4, e4, s_beta[0], kq, s_yv + crow, lane, u, o);
       if (writer) {
         if (lane < 16) {
-          if (records) corr_out[t * K + rank * RC + crow + urow] = u;
+          if (records) corr_out[rank * RC + crow + urow] = u;
         } else {
-          s_o[t * RC + crow + urow - RPW] = o;
+          s_o[crow + urow - RPW] = o;
         }
       }
+      if (mode == StepMode::kDecode) store_tile<StateT, RPW>(out_tile + int64_t(crow) * K + lane * 4, S);
       if (mode == StepMode::kPerToken) {
-        const int32_t dslot = s_tslots[t];
-        if (!is_pad_id(dslot, p.null_slot)) {
-          StateT* dst =
-              state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow) * K + lane * 4;
-          store_tile<StateT, RPW>(dst, S);
+        const int32_t dslot = s_tslots[0];
+        if (!is_pad_id(dslot, p.null_slot))
+          store_tile<StateT, RPW>(
+              state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow) * K + lane * 4, S);
+      }
+    } else {
+      // NOTES: token groups. Within a group of up to four tokens the products a_t = S·(Γ_t⊙k_t)
+      // and b_t = S·(Γ_t⊙q_t) with the state as it was when the group began are independent,
+      // so all 2·RPW·TG of them share one reduction; each row's recurrence over the group's
+      // tokens then runs on the totals (token_group_solve). The state is advanced token by
+      // token (S = fmaf(u, k, S·e), the fold's roundings) only where the step writes it
+      // (per_token) or a later group needs it.
+      auto group = [&](auto tg, int t0) {
+        constexpr int TG = decltype(tg)::value;
+        using GL = TokenGroupLanes<RPW, TG>;
+        const GL gl(lane);
+        const int n = q - t0 < TG ? q - t0 : TG;  // tokens of the group (TG = 4 may hold 3)
+        float acc = token_group_dots<RPW, TG>(S, s_kgq, qg, t0, lane);
+        const int t = t0 + gl.tok, tc = t < q ? t : q - 1, row = crow + gl.row;
+        const float4 mn = *reinterpret_cast<const float4*>(s_mn + tc * 8 + gl.which * 4);
+        const float my_u = token_group_solve<RPW, TG>(acc, s_yv[tc * RC + row], s_beta[tc], mn, lane);
+        if (GL::writer(lane) && gl.tok < n) {
+          if (gl.which == 0) {
+            if (records) corr_out[t * K + rank * RC + row] = my_u;
+          } else {
+            s_o[t * RC + row] = acc;
+          }
         }
+        if (mode == StepMode::kPerToken || t0 + TG < q) {
+#pragma unroll
+          for (int tt = 0; tt < TG; ++tt) {
+            if (tt >= n) break;
+            const int ta = t0 + tt;
+            const float ik = s_ik[ta];
+            const float4 yk = *reinterpret_cast<const float4*>(s_yk + ta * K + lane * 4);
+            const float4 kk = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
+            const float4 ee = *reinterpret_cast<const float4*>(s_e + ta * K + lane * 4);
+#pragma unroll
+            for (int i = 0; i < RPW; ++i) {
+              const float u = __shfl_sync(0xffffffffu, my_u, GL::a_lane(trow(i), tt));
+              S[i] = make_float4(fmaf(u, kk.x, S[i].x * ee.x), fmaf(u, kk.y, S[i].y * ee.y),
+                                 fmaf(u, kk.z, S[i].z * ee.z), fmaf(u, kk.w, S[i].w * ee.w));
+            }
+            if (mode == StepMode::kPerToken) {
+              const int32_t dslot = s_tslots[ta];
+              if (!is_pad_id(dslot, p.null_slot)) {
+                StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) +
+                              int64_t(rank * RC + crow) * K + lane * 4;
+#pragma unroll
+                for (int i = 0; i < RPW; ++i) IO::store(dst + trow(i) * K, S[i]);
+              }
+            }
+          }
+        }
+      };
+      for (int t0 = 0; t0 < q; t0 += cuda_config::kTokenGroup) {
+        const int rem = q - t0;
+        if (rem >= 3)
+          group(std::integral_constant<int, 4>{}, t0);
+        else if (rem == 2)
+          group(std::integral_constant<int, 2>{}, t0);
+        else
+          group(std::integral_constant<int, 1>{}, t0);
       }
     }
-    if (mode == StepMode::kDecode) store_tile<StateT, RPW>(out_tile + int64_t(crow) * K + lane * 4, S);
   }
 
   // ---- gated RMSNorm -> bf16 out ------------------------------------------------------------
