@@ -42,6 +42,7 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 ///   yq, yk, g, e [q][128] f32   conv outputs of the q / k channels (then q scaled, k normalised),
 ///                               activated gates, decays e = exp(g)
 ///   yv, o, og [q][RC] f32       conv outputs of the own v rows, pre-norm outputs, sigmoid(out gate)
+///                               (og: none with the rung KDA_RUNG_QN_LATE_OUT_GATE at q ≥ 2)
 ///   win     [256][W-2+q] f32    new q/k window columns, written by rank 0 at the end (SPLIT > 1)
 ///   part    [q][4][3] f32       per-warp Σy_q², Σy_k², Σy_q·y_k (warps 0–3 hold the q/k channels)
 ///   beta[16], kq[16] (k·q per token), red[16][SPLIT] (Σo² partials of the ranks), tslots[16]
@@ -68,7 +69,15 @@ struct StepSmem {
   constexpr int64_t yv() const { return e() + int64_t(q) * kHeadDim * 4; }
   constexpr int64_t o() const { return yv() + align16(int64_t(q) * rc() * 4); }
   constexpr int64_t og() const { return o() + align16(int64_t(q) * rc() * 4); }
+#ifdef KDA_RUNG_QN_LATE_OUT_GATE
+  /// ladder rung (off by default): q ≥ 2 stages no sigmoid(out gate) rows, the epilogue reads
+  /// the gate itself
+  constexpr bool late_out_gate() const { return q > 1; }
+  constexpr int64_t win() const { return og() + align16(int64_t(late_out_gate() ? 0 : q) * rc() * 4); }
+#else
+  constexpr bool late_out_gate() const { return false; }
   constexpr int64_t win() const { return og() + align16(int64_t(q) * rc() * 4); }
+#endif
   constexpr int64_t part() const { return win() + (split > 1 ? align16(int64_t(2) * kHeadDim * window_cols * 4) : 0); }
   constexpr int64_t beta() const { return part() + align16(int64_t(q) * 12 * 4); }
   constexpr int64_t kq() const { return beta() + kMaxQ * 4; }

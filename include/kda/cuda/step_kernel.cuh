@@ -292,7 +292,14 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   if (gate_from_fb)
     for (int i = tid; i < q * kRank; i += NT)
       s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
+      // NOTES: ladder rung KDA_RUNG_QN_LATE_OUT_GATE (off by default, not yet measured): with
+      // q >= 2 the out gate is read in the epilogue, beside norm_w, instead of staged here: q·RC·4
+      // bytes of shared memory fewer (record q = 8: 57.0 → 53.0 KiB, three → four CTAs per SM).
+#ifdef KDA_RUNG_QN_LATE_OUT_GATE
+  if (p.output_norm && !L.late_out_gate())
+#else
   if (p.output_norm)
+#endif
     for (int i = tid; i < q * RC; i += NT)
       s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
   if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
@@ -697,7 +704,13 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       for (int rr = 0; rr < SPLIT; ++rr) ss += s_red[t * SPLIT + rr];
     }
     const float rn = 1.0f / sqrtf(ss / float(K) + p.eps);
+#ifdef KDA_RUNG_QN_LATE_OUT_GATE
+    const float og =
+        L.late_out_gate() ? sigmoidf_(ld_bf16(p.out_gate + (row_base + t) * p.out_gate_row + h * K + v)) : s_og[i];
+    p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * og);
+#else
     p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * s_og[i]);
+#endif
   }
   if constexpr (SPLIT > 1) {
     if (rank == 0) {
