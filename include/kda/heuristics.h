@@ -167,7 +167,7 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 ///   append from 768 items (Qr = 8: 0.83× at 24576 items, 0.85–0.86× at 6144, 0.92–0.93× at
 ///     1536, 0.98× at 768 with H = 12, 1.03× at 384);
 ///   record and fused with 2 ≤ q ≤ 8 from 192 items, where the token-group Wide kernel of mode 1
-///     beats WS's mode 0 (0.65–0.89× from 384 items; at 192: record 0.85–0.97×, 1.03× at q = 2;
+///     beats WS's mode 0 (0.65–0.94× from 384 items; at 192: record 0.85–0.97×, 1.03× at q = 2;
 ///     fused 0.82–0.98×; at 96 items and below 1.04–1.30×), with q = 16 always (0.67–0.89×,
 ///     one request included), with q = 1 from 6144 items (0.92–0.96×; docs/data/ladder_s16/run7
 ///     at H = 12 and 96, B = 1…64; q = 1 docs/data/ladder_s13);
