@@ -570,6 +570,31 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
     }
 }
 
+/// Token groups (Split / Wide, q >= 2): every shape of a step's last group — 1, 2 or 3 tokens
+/// after whole groups of four (q = 5, 6, 7, 9, 13) — for each verify kind, gate modes 0 and 1,
+/// both state dtypes and layouts, against the CPU backend.
+TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
+  uint32_t seed = 8800;
+  int cases = 0;
+  for (Variant v : {Variant::kSplit, Variant::kWide})
+    for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int q : {5, 6, 7, 9, 13}) {
+        Config c;
+        c.variant = v;
+        c.mode = m;
+        c.H = 3;
+        c.B = 2;
+        c.q = q;
+        c.gate1 = (q + int(m)) % 2 == 1;
+        c.state_bf16 = q == 6 || q == 13;
+        c.ds = q != 7;
+        c.lower_bound = q % 3 == 0;
+        run_case(c, seed++);
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] token-group tails: " << cases << " configurations\n";
+}
+
 /// SPEC §1: the GPU kernels may require W = 4. A layer with another W either runs within the
 /// SPEC §8 bounds against the CPU backend, or is refused at prepare with a message naming W.
 TEST_F(CudaVsCpu, ConvWidthOtherThanFourRefusedOrCorrect) {
@@ -683,18 +708,21 @@ TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
 }
 
 /// commit(n) after a record-mode verify == the per-token state after n tokens, bitwise; and
-/// fused(pending = n) == flush(n) then fused(pending = 0), bitwise.
+/// fused(pending = n) == flush(n) then fused(pending = 0), bitwise. q = 7, n = 6 crosses a token
+/// group (Split / Wide take tokens in groups of four and advance the state between them).
 TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
+   for (int q : {4, 7})
     for (int g = 0; g < 3; ++g) {
       const bool bf16 = g == 1, gate1 = g == 2;
       if (gate1 && v == Variant::kWS) continue;
+      const int n = q == 4 ? 2 : 6;  // records committed
       Config c;
       c.gate1 = gate1;
       c.variant = v;
       c.H = 3;
       c.B = 4;
-      c.q = 4;
+      c.q = q;
       c.pad = false;
       c.state_bf16 = bf16;
       // per-token run
@@ -727,21 +755,22 @@ TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
       r.state.up();
       r.conv.up();
       kr.run(r.projected(true), r.outv(true), r.caches(true), r.args(true));
-      // commit n = 2 into the checkpoint
+      // commit n into the checkpoint
       Mirror counts(std::size_t(c.B) * 4);
-      for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = 2;
+      for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = n;
       counts.up();
       kr.commit(r.caches(true), make_view(r.slots.dev, DType::kI32, {c.B}, {r.slots_cols}, Device::kCUDA), TensorView{},
                 make_view(counts.dev, DType::kI32, {c.B}, Device::kCUDA));
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const auto sa_dev = a.state.down(), sr_dev = r.state.down();
       for (int b = 0; b < c.B; ++b) {
-        const int after2 = a.slots.h<int>()[b * a.slots_cols + 1];
+        const int after_n = a.slots.h<int>()[b * a.slots_cols + n - 1];
         const int ck = r.slots.h<int>()[b * r.slots_cols];
-        EXPECT_EQ(0, std::memcmp(sa_dev.data() + after2 * tile, sr_dev.data() + ck * tile, tile))
-            << variant_name(v) << (bf16 ? " bf16" : " f32") << ": commit(2) != per-token state after 2 tokens, request " << b;
+        EXPECT_EQ(0, std::memcmp(sa_dev.data() + after_n * tile, sr_dev.data() + ck * tile, tile))
+            << variant_name(v) << (bf16 ? " bf16" : " f32") << (gate1 ? " gate1" : "") << " q = " << q << ": commit("
+            << n << ") != per-token state after " << n << " tokens, request " << b;
       }
-      EXPECT_EQ(a.out.down(), r.out.down()) << "per_token and record outputs differ";
+      EXPECT_EQ(a.out.down(), r.out.down()) << "per_token and record outputs differ, q = " << q;
     }
 }
 
