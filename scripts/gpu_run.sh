@@ -22,7 +22,8 @@
 #   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex;
-#              NCU_BIN: a kda_bench_* of $BIN), with a per-instruction SASS stall table (ncu-N-sass.csv)
+#              NCU_BIN: a kda_bench_* of $BIN), with a per-instruction SASS stall table (ncu-N-sass.csv;
+#              benchmarks/ladder/sass_blocks.py reads it: instructions per item, by block)
 #   ladder     LADDER="NAME ARGS;NAME ARGS…": each kda_bench variant $BIN/kda_bench_NAME
 #              (benchmarks/ladder/build_variants.sh) with its arguments, into ladder_NAME_<i>.csv,
 #              then one table of all rungs (benchmarks/ladder/summarize.py)

@@ -1,0 +1,80 @@
+"""benchmarks/ladder/sass_blocks.py — where a kernel's instructions go, from the per-instruction
+SASS table of an ncu run (`scripts/gpu_run.sh` stage ncu writes `ncu-N-sass.csv`): the
+instructions executed per item, split by how often each instruction ran per item (x8 = once per
+warp of an 8-warp CTA, x32 = per warp and chunk, …), and the largest straight-line blocks (runs
+of instructions with the same count) with their share of the stall samples.
+
+    python3 benchmarks/ladder/sass_blocks.py gpu-out/ncu-0-sass.csv --items 24576 [--top 20]
+
+A step kernel is bound by instruction issue where ncu's "Issued Warp Per Scheduler" is high
+(record / fused verify: 0.7–0.8); its time then follows the count this prints.
+"""
+import argparse
+import csv
+import gzip
+import sys
+from collections import Counter
+
+
+def load(path):
+    """[(sass text, instructions executed, stall samples)] in address order."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        rows = list(csv.reader(f))
+    # the first line names the kernel; the second is the header
+    hdr_i = next(i for i, r in enumerate(rows) if "Instructions Executed" in r)
+    hdr = rows[hdr_i]
+    ia, isrc = hdr.index("Instructions Executed"), hdr.index("Source")
+    isamp = hdr.index("Warp Stall Sampling (All Samples)")
+    out = []
+    for r in rows[hdr_i + 1:]:
+        if len(r) <= max(ia, isamp):
+            continue
+        out.append((r[isrc].strip(), int(r[ia] or 0), int(r[isamp] or 0)))
+    return out
+
+
+def blocks(instrs):
+    """Runs of consecutive instructions with the same execution count: (first, last, count,
+    instructions, samples)."""
+    out = []
+    for i, (_, n, s) in enumerate(instrs):
+        if out and out[-1][2] == n and out[-1][1] == i - 1:
+            f, _, c, tot, samp = out[-1]
+            out[-1] = (f, i, c, tot + n, samp + s)
+        else:
+            out.append((i, i, n, n, s))
+    return out
+
+
+def report(instrs, items, top=20):
+    lines = []
+    total = sum(n for _, n, _ in instrs)
+    samples = sum(s for *_, s in instrs) or 1
+    lines.append(f"{total / items:.1f} instructions per item ({len(instrs)} SASS instructions)")
+    by_mult = Counter()
+    for _, n, _ in instrs:
+        by_mult[round(n / items, 2)] += n / items
+    lines.append("per item, by executions per item:")
+    for m, v in sorted(by_mult.items(), key=lambda kv: -kv[1]):
+        if v >= 0.005 * total / items:
+            lines.append(f"  x{m:<8g} {v:9.1f}  ({100 * v * items / total:4.1f}%)")
+    lines.append(f"largest blocks (first-last SASS index, x per item, length, instructions per item, stall samples):")
+    for f, l, c, tot, samp in sorted(blocks(instrs), key=lambda b: -b[3])[:top]:
+        lines.append(f"  {f:5d}-{l:5d} x{c / items:<7g} len {l - f + 1:4d} {tot / items:9.1f}  {100 * samp / samples:5.1f}%  "
+                     f"{instrs[f][0][:48]}")
+    return lines
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv", help="ncu-N-sass.csv(.gz) of one profiled launch")
+    ap.add_argument("--items", type=int, required=True, help="(request, head) items of the launch: B·H")
+    ap.add_argument("--top", type=int, default=20)
+    a = ap.parse_args(argv)
+    print("\n".join(report(load(a.csv), a.items, a.top)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,57 @@
+"""benchmarks/ladder/sass_blocks.py (the instruction breakdown of an ncu SASS table) on a
+synthetic table and on the committed profile it was written for (docs/data/ladder_s16/run4)."""
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _tool():
+    path = os.path.join(ROOT, "benchmarks", "ladder", "sass_blocks.py")
+    if not os.path.exists(path):
+        pytest.skip("benchmarks/ladder/sass_blocks.py is not in this tree")
+    spec = importlib.util.spec_from_file_location("sass_blocks", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _write(tmp_path, rows):
+    head = ['"Kernel Name","k"', '"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed"']
+    body = [f'"0x{i:x}","{src}","{samp}","{n}"' for i, (src, n, samp) in enumerate(rows)]
+    p = tmp_path / "ncu-0-sass.csv"
+    p.write_text("\n".join(head + body) + "\n")
+    return str(p)
+
+
+def test_counts_per_item_and_blocks(tmp_path):
+    sb = _tool()
+    # 2 items: a prologue of 3 instructions once per warp of 8 warps (x8), a loop body of 2
+    # instructions 32 times per item, then 1 instruction once per item
+    rows = [("LDC R1", 16, 1), ("S2R R0", 16, 1), ("BAR.SYNC", 16, 5),
+            ("FFMA R1", 64, 10), ("SHFL.BFLY", 64, 3), ("EXIT", 2, 0)]
+    instrs = sb.load(_write(tmp_path, rows))
+    assert [n for _, n, _ in instrs] == [16, 16, 16, 64, 64, 2]
+    assert sb.blocks(instrs) == [(0, 2, 16, 48, 7), (3, 4, 64, 128, 13), (5, 5, 2, 2, 0)]
+    out = sb.report(instrs, items=2, top=2)
+    assert out[0].startswith("89.0 instructions per item")
+    assert any(line.strip().startswith("x32") and "64.0" in line for line in out)
+    assert any(line.strip().startswith("x8") and "24.0" in line for line in out)
+    # the largest block first: the loop body, 64 instructions per item, 13 of 20 samples
+    blk = [line for line in out if " len " in line]
+    assert len(blk) == 2 and "len    2" in blk[0] and "64.0" in blk[0] and "65.0%" in blk[0]
+
+
+def test_committed_profile():
+    sb = _tool()
+    path = os.path.join(ROOT, "docs", "data", "ladder_s16", "run4", "ncu-0-sass.csv.gz")
+    if not os.path.exists(path):
+        pytest.skip("the committed profile is not in this tree")
+    # record q = 4, H = 96, B = 256 (docs/PERFORMANCE.md, "Token groups"): 31,271 per item, the
+    # token group block 311 instructions per warp and chunk (x32)
+    instrs = sb.load(path)
+    out = sb.report(instrs, items=96 * 256, top=1)
+    assert out[0].startswith("31271.0 instructions per item")
+    assert "len  311" in out[-1] and "9952.0" in out[-1]
