@@ -47,8 +47,8 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 ///   part    [q][4][3] f32       per-warp Σy_q², Σy_k², Σy_q·y_k (warps 0–3 hold the q/k channels)
 ///   beta[16], kq[16] (k·q per token), red[16][SPLIT] (Σo² partials of the ranks), tslots[16]
 ///   q ≥ 2 only (token groups, step_kernel.cuh):
-///   kgq     [2][q4][128] f32    Γ⊙k then Γ⊙q per token (Γ: the decays since the token's
-///                               group began; q4 = q rounded up to whole groups, pad rows 0)
+///   kgq     [2][qg][128] f32    Γ⊙k then Γ⊙q per token (Γ: the decays since the token's
+///                               group began; qg = q rounded up to whole groups, pad rows 0)
 ///   mn      [q][8] f32          in-group coefficients M[t][j], then N[t][j] (j < 4)
 ///   ik      [16] f32            1/|y_k| per token
 ///   state   [stages][CR][128] as stored (fp32 or bf16), filled by bulk copies
@@ -83,9 +83,9 @@ struct StepSmem {
   constexpr int64_t kq() const { return beta() + kMaxQ * 4; }
   constexpr int64_t red() const { return kq() + kMaxQ * 4; }
   constexpr int64_t tslots() const { return red() + align16(int64_t(kMaxQ) * split * 4); }
-  constexpr int q4() const { return (q + kTokenGroup - 1) / kTokenGroup * kTokenGroup; }
+  constexpr int qg() const { return (q + kTokenGroup - 1) / kTokenGroup * kTokenGroup; }
   constexpr int64_t kgq() const { return tslots() + kMaxQ * 4; }
-  constexpr int64_t mn() const { return kgq() + (q > 1 ? int64_t(2) * q4() * kHeadDim * 4 : 0); }
+  constexpr int64_t mn() const { return kgq() + (q > 1 ? int64_t(2) * qg() * kHeadDim * 4 : 0); }
   constexpr int64_t ik() const { return mn() + (q > 1 ? int64_t(q) * 8 * 4 : 0); }
   constexpr int64_t state() const { return (ik() + (q > 1 ? kMaxQ * 4 : 0) + 127) / 128 * 128; }
   constexpr int64_t rec_u() const { return state() + stages * stage_bytes(); }

@@ -137,18 +137,18 @@ struct TokenGroupLanes {
   __device__ __forceinline__ static bool writer(int lane) { return (lane & ((1 << kShift) - 1)) == 0; }
 };
 
-/// The row of kgq ([2][q4][128]) where Γ⊙k (hf = 0) or Γ⊙q (hf = 1) of token t is stored for
+/// The row of kgq ([2][qg][128]) where Γ⊙k (hf = 0) or Γ⊙q (hf = 1) of token t is stored for
 /// the channels of lane l: permuted by the lane's bits of the token group t belongs to, so that
 /// every lane of token_group_dots reads its operands at the same offsets (no per-lane address
 /// arithmetic in the row loop). Groups: kTokenGroup tokens from 0, the last one 1, 2 or 3 (held
 /// as 4 with a zero pad row).
 template <int RPW>
-__device__ __forceinline__ int token_group_store_row(int l, int hf, int t, int q, int q4) {
+__device__ __forceinline__ int token_group_store_row(int l, int hf, int t, int q, int qg) {
   constexpr int G = cuda_config::kTokenGroup;
   const int t0 = t - t % G, rem = q - t0;
   const int tb = rem >= 3 ? 2 : rem == 2 ? 1 : 0;  // log2 of the group's TG
   const int tok = (l >> (5 - (1 + ilog2(RPW) + tb))) & ((1 << tb) - 1);
-  return (hf ^ (l >> 4)) * q4 + t0 + ((t - t0) ^ tok);
+  return (hf ^ (l >> 4)) * qg + t0 + ((t - t0) ^ tok);
 }
 
 /// The row-permuted tile register of the warp's row `i` (see TokenGroupLanes): row_bits ^ i.
@@ -168,11 +168,11 @@ __device__ __forceinline__ void group_reduce_step(float* p) {
 }
 
 /// The 2·RPW·TG dot products of a token group: the tile S (rows permuted, tile_row) against
-/// Γ⊙k and Γ⊙q of tokens t0 … t0+TG−1 (kgq: [2][q4][128] as token_group_store_row places
+/// Γ⊙k and Γ⊙q of tokens t0 … t0+TG−1 (kgq: [2][qg][128] as token_group_store_row places
 /// them, pad tokens zero). On return every lane holds the total of its product
 /// (TokenGroupLanes). Fixed order: deterministic.
 template <int RPW, int TG>
-__device__ __forceinline__ float token_group_dots(const float4 (&S)[RPW], const float* kgq, int q4, int t0, int lane) {
+__device__ __forceinline__ float token_group_dots(const float4 (&S)[RPW], const float* kgq, int qg, int t0, int lane) {
   using GL = TokenGroupLanes<RPW, TG>;
   const GL gl(lane);
   float kept[RPW * TG];
@@ -180,7 +180,7 @@ __device__ __forceinline__ float token_group_dots(const float4 (&S)[RPW], const 
   for (int tp = 0; tp < TG; ++tp) {
     // token t0 + (tp ^ tok), Γ⊙k / Γ⊙q for which = 0 / 1 (va) and the other (vb)
     const float4 va = *reinterpret_cast<const float4*>(kgq + (t0 + tp) * kHeadDim + lane * 4);
-    const float4 vb = *reinterpret_cast<const float4*>(kgq + (q4 + t0 + tp) * kHeadDim + lane * 4);
+    const float4 vb = *reinterpret_cast<const float4*>(kgq + (qg + t0 + tp) * kHeadDim + lane * 4);
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
       const float pa = dot4(S[r], va), pb = dot4(S[r], vb);
@@ -217,13 +217,13 @@ __device__ __forceinline__ float token_group_solve(float& acc, float v, float be
 /// Folds one record (u_t of the warp's rows, k_t and the decay e_t = exp(g_t) of the lane's
 /// columns) into the tile: S = fmaf(u, k, S·e) — the same two roundings as the token update's
 /// decay and update (delta_token, delta_rows), so a commit reproduces the per-token state
-/// bitwise (SPEC §4).
+/// bitwise (SPEC §4). row_xor: tile register i holds the warp's row i ^ row_xor (tile_row).
 template <int RPW>
-__device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_rows, const float4& k4,
-                                              const float4& e4) {
+__device__ __forceinline__ void fold_record_e(float4 (&S)[RPW], const float* u_rows, const float4& k4, const float4& e4,
+                                              int row_xor = 0) {
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
-    const float u = u_rows[i];
+    const float u = u_rows[i ^ row_xor];
     S[i].x = fmaf(u, k4.x, S[i].x * e4.x);
     S[i].y = fmaf(u, k4.y, S[i].y * e4.y);
     S[i].z = fmaf(u, k4.z, S[i].z * e4.z);

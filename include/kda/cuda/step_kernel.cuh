@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   float* s_kgq = reinterpret_cast<float*>(smem + L.kgq());  // q >= 2
   float* s_mn = reinterpret_cast<float*>(smem + L.mn());
   float* s_ik = reinterpret_cast<float*>(smem + L.ik());
-  const int qg = L.q4();  // q in whole token groups
+  const int qg = L.qg();  // q in whole token groups
 
   // one state chunk into its stage (thread 0)
   auto state_g2s = [&](unsigned char* dst, const char* src, uint64_t* bar) {
@@ -566,16 +566,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     for (int pp = 0; pp < npend; ++pp) {
       const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
       const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
-      if constexpr (T::kQ == 1) {
-        fold_record_e<RPW>(S, s_recu + pp * RC + crow, kk, ee);
-      } else {
-#pragma unroll
-        for (int i = 0; i < RPW; ++i) {
-          const float u = s_recu[pp * RC + crow + trow(i)];
-          S[i] = make_float4(fmaf(u, kk.x, S[i].x * ee.x), fmaf(u, kk.y, S[i].y * ee.y), fmaf(u, kk.z, S[i].z * ee.z),
-                             fmaf(u, kk.w, S[i].w * ee.w));
-        }
-      }
+      fold_record_e<RPW>(S, s_recu + pp * RC + crow, kk, ee, trow(0));
     }
     if (write_ck) {
       StateT* dst = ck_tile + int64_t(crow) * K + lane * 4;
