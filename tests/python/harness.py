@@ -7,14 +7,31 @@ tensors. bf16 data are uint16 bit patterns.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
 from typing import Optional
 
 import numpy as np
+import pytest
 
 import reference as ref
 
 K = ref.K
 R = ref.R
+
+TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_tree_script(relpath: str):
+    """A Python file of the source tree outside the package (e.g. benchmarks/policy_eval.py),
+    loaded as a module; the calling test is skipped where the tree does not hold it."""
+    path = os.path.join(TREE, relpath)
+    if not os.path.exists(path):
+        pytest.skip(f"{relpath} is not in this tree")
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def bf16(x) -> np.ndarray:

@@ -6,10 +6,11 @@ docs/data/ (kda_bench CSVs); benchmarks/policy_eval.py parses the rule tables fr
 header and scores them. This test runs without a GPU: it fails when a threshold is edited
 in a way the measurements do not support, or when the scorer stops reading the header.
 """
-import importlib.util
 import os
 
 import pytest
+
+from harness import load_tree_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the sweeps of the kernels in this tree (Split/Wide streamed through shared memory, WS)
@@ -18,13 +19,7 @@ SWEEPS = [os.path.join(ROOT, "docs", "data", f) for f in
 
 
 def _policy_eval():
-    path = os.path.join(ROOT, "benchmarks", "policy_eval.py")
-    if not os.path.exists(path):
-        pytest.skip("benchmarks/policy_eval.py is not in this tree")
-    spec = importlib.util.spec_from_file_location("policy_eval", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tree_script("benchmarks/policy_eval.py")
 
 
 def _points(pe):

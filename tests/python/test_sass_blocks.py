@@ -1,21 +1,16 @@
 """benchmarks/ladder/sass_blocks.py (the instruction breakdown of an ncu SASS table) on a
 synthetic table and on the committed profile it was written for (docs/data/ladder_s16/run4)."""
-import importlib.util
 import os
 
 import pytest
+
+from harness import load_tree_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _tool():
-    path = os.path.join(ROOT, "benchmarks", "ladder", "sass_blocks.py")
-    if not os.path.exists(path):
-        pytest.skip("benchmarks/ladder/sass_blocks.py is not in this tree")
-    spec = importlib.util.spec_from_file_location("sass_blocks", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tree_script("benchmarks/ladder/sass_blocks.py")
 
 
 def _write(tmp_path, rows):
