@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 TABLES = ("kDecodeRules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
-          "kVerifyQ1Rules", "kVerifyQ4Rules", "kVerifyRules")
+          "kVerifyQ1Rules", "kVerifyQ2Rules", "kVerifyQ4Rules")
 
 
 def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
@@ -56,7 +56,7 @@ def table_of(mode, q):
         return "kAppendRules"
     if mode == "per_token":
         return "kPerTokenQ1Rules" if q == 1 else "kPerTokenRules"
-    return "kVerifyQ1Rules" if q == 1 else "kVerifyQ4Rules" if q == 4 else "kVerifyRules"
+    return "kVerifyQ1Rules" if q == 1 else "kVerifyQ4Rules" if q >= 4 else "kVerifyQ2Rules"
 
 
 def pick(rules, mode, items, q=1):
@@ -71,11 +71,17 @@ def pick(rules, mode, items, q=1):
 def load_points(paths):
     """{(mode, q, H, B): {variant: us}} over the CSVs: rows that ran the requested variant
     (a fallback row measures another variant and is skipped) in gate mode 0 with fp32 state,
-    and decode with bf16 state as mode "decode/bf16" (its own table); a later file overrides."""
+    and decode with bf16 state as mode "decode/bf16" (its own table); a later file overrides.
+    The verify kinds at q >= 2 count only from runs of the q >= 2 Split/Wide kernel in this tree
+    (VERIFY_KERNEL_SESSION on)."""
     points = {}
     for path in paths:
+        m = re.search(r"(?:sweep|ladder)_s(\d+)", path)
+        current = m is not None and int(m.group(1)) >= VERIFY_KERNEL_SESSION
         for r in csv.DictReader(open(path)):
             if r["variant"] != r["variant_req"]:
+                continue
+            if r["mode"] in ("record", "fused", "per_token") and int(r["q"]) >= 2 and not current:
                 continue
             state = r.get("state", "f32")
             if r.get("gate", "0") != "0" or (state != "f32" and r["mode"] != "decode"):
@@ -113,8 +119,9 @@ def gate_rule_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.
     m = re.search(r"kSharedGateMinItems\[\]\s*=\s*\{(.*?)\};", text, re.S)
     m1 = re.search(r"kSharedGateMinItemsQ1Verify\s*=\s*(\d+)", text)
     m16 = re.search(r"kSharedGateMinItemsQ16Verify\s*=\s*(\d+)", text)
+    mq = re.search(r"kSharedGateMinQPerToken\s*=\s*(\d+)", text)
     mb = re.search(r"kSharedGateMinItemsBf16Decode\s*=\s*(\d+)", text)
-    if not m or not m1 or not m16 or not mb:
+    if not m or not m1 or not m16 or not mb or not mq:
         raise SystemExit(f"policy_eval: the gate thresholds are not found in {path}")
     nums = [int(n) for n in re.findall(r"(?<![\w/])(\d+)(?![\w*])", re.sub(r"/\*.*?\*/", "", m.group(1)))]
     if len(nums) != len(GATE_MODES):
@@ -123,6 +130,7 @@ def gate_rule_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.
     out["q1_verify"] = int(m1.group(1))
     out["q16_verify"] = int(m16.group(1))
     out["decode_bf16"] = int(mb.group(1))
+    out["per_token_min_q"] = int(mq.group(1))
     return out
 
 
@@ -134,19 +142,28 @@ def shared_gate(rule, mode, items, q, state="f32", max_q=16):
     if mode == "append":
         return items >= m
     if mode == "per_token":
-        return q == max_q and items >= m
+        return q >= rule["per_token_min_q"] and items >= (rule["q16_verify"] if q == max_q else m)
     return items >= (rule["q1_verify"] if q == 1 else rule["q16_verify"] if q == max_q else m)
 
 
 def load_gate_points(paths):
     """{(mode, q, H, B, state, binary, "session/run"): {'0': us, '1': us}}: kda_bench CSVs of the
-    ladder (ladder_<binary>_<i>.csv) with --gate 0 and --gate 1; append keyed by Qr too."""
+    ladder (ladder_<binary>_<i>.csv) with --gate 0 and --gate 1; append keyed by Qr too. Where
+    a run forced several variants, the pair takes the one `auto` runs in that mode (mode 0:
+    auto_variant; mode 1: Wide for WS)."""
     points = {}
+    rules = rules_from_header()
     for path in paths:
         binary = os.path.basename(path)[len("ladder_"):].rsplit("_", 1)[0]
         for r in csv.DictReader(open(path)):
             if r.get("gate") not in ("0", "1"):
                 continue
+            if r.get("variant_req", "auto") != "auto" and r["mode"] != "append":
+                want = pick(rules, r["mode"], int(r["H"]) * int(r["B"]), int(r["q"]))
+                if r["gate"] == "1" and want == "ws":
+                    want = "wide"
+                if r["variant"] != want:
+                    continue
             mode = r["mode"] + (f"/{r['qr']}" if r["mode"] == "append" else "")
             run = os.path.dirname(os.path.abspath(path))
             key = (mode, int(r["q"]), int(r["H"]), int(r["B"]), r.get("state", "f32"), binary,
@@ -156,7 +173,9 @@ def load_gate_points(paths):
 
 
 SPREAD_SESSION = 15  # the session whose runs first spread small grids over the SMs
-TOKEN_GROUP_SESSION = 16  # the session whose Split/Wide kernel first took q >= 2 tokens in groups
+# the session of the q >= 2 Split/Wide kernel in this tree: token groups (session 16) with the
+# token norms formed once per token and the out gate read in the epilogue (17)
+VERIFY_KERNEL_SESSION = 17
 H200_SMS = 132
 
 
@@ -172,7 +191,7 @@ def current_gate_points(points):
     """The pairs that still describe the product: runs before session 15 measured grids of up
     to three CTAs per SM without the spread, which moved them by up to 40%, so those pairs are
     left out (session 15's runs measure them); and the verify kinds with q >= 2 before session
-    16 ran the Split/Wide kernel before its token groups (record 13%, fused 7% faster since at
+    17 ran an earlier q >= 2 Split/Wide kernel (session 17's: record q = 4 8%, q = 8 12% faster at
     H = 96, B = 256), so their pairs are left out too."""
     limit = spread_items()
 
@@ -183,7 +202,7 @@ def current_gate_points(points):
     def stale(k):
         before = session(k[6])
         verify_qn = k[0] in ("record", "fused", "per_token") and k[1] >= 2
-        return (before < SPREAD_SESSION and k[2] * k[3] <= limit) or (before < TOKEN_GROUP_SESSION and verify_qn)
+        return (before < SPREAD_SESSION and k[2] * k[3] <= limit) or (before < VERIFY_KERNEL_SESSION and verify_qn)
 
     return {k: v for k, v in points.items() if not stale(k)}
 

@@ -210,13 +210,17 @@ if has sanitizer; then
   filt=${SANITIZER_FILTER:-'CudaVsCpu.SixteenTokensAndSmallShapes:CudaVsCpu.CommitAndFusedBitwise:CudaVsCpu.ErrorFlagsOnDevice:CudaVsCpu.FusedEqualsFlushThenFusedZero'}
   sets=" ${SANITIZER_SETS:-filter matrix} "
   for tool in memcheck racecheck synccheck initcheck; do
-    if [[ $sets == *" filter "* ]]; then
+    if [[ $sets == *" filter "* && ! -x $bin ]]; then
+      note "sanitizer $tool: SKIPPED ($bin is missing)"
+    elif [[ $sets == *" filter "* ]]; then
       t=$SECONDS
       compute-sanitizer --tool $tool --error-exitcode 9 "$bin" --gtest_filter="$filt" --gtest_brief=1 >"$OUT/sanitizer-$tool.log" 2>&1
       rc=$?
       note "sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1) ($((SECONDS - t)) s)"
     fi
-    if [[ $sets == *" matrix "* ]]; then
+    if [[ $sets == *" matrix "* && ! -x $TESTS_BIN ]]; then
+      note "sanitizer matrix $tool: SKIPPED ($TESTS_BIN is missing: the matrix runs in kda_tests)"
+    elif [[ $sets == *" matrix "* ]]; then
       t=$SECONDS
       compute-sanitizer --tool $tool --error-exitcode 9 "$TESTS_BIN" --gtest_filter='SanitizerMatrix.*' \
         --gtest_brief=1 >"$OUT/sanitizer-matrix-$tool.log" 2>&1

@@ -28,17 +28,20 @@ struct AutoRule {
 inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 /// append: decode's table (WS has no append path).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
-/// verify steps (docs/data/sweep_s11_run3_verify*.csv), by q: with one token the Split/Wide
-/// kernel wins every kind at every measured size (per_token 6–8%, record 12–16%, fused
-/// 14–24%); with more tokens WS's register-resident token loop wins, except record and fused
-/// at q = 4 from a few thousand items (Wide 0–8% faster at 3072–24576 items). q = 16 does not
-/// fit WS's ring: Wide. (These sweeps ran Wide before its token groups; under gate mode 1, which
-/// `auto` takes for record and fused from 192 items, the verify kinds run Wide anyway.)
+/// verify steps under gate mode 0, by q: with one token the Split/Wide kernel wins every kind
+/// at every measured size (per_token 6–8%, record 12–16%, fused 14–24%;
+/// docs/data/sweep_s11_run3_verify*.csv). With q ≥ 2 (the token-group kernel with its norms
+/// formed once per token, docs/data/ladder_s17/run3, H = 12 and 96, one to 256 requests):
+/// per_token runs fastest on WS everywhere (9–29% from 768 items, 7–15% below); record and
+/// fused at q = 2 on WS (Wide within 2% at 3072 items), at q ≥ 4 on Wide from 576 items (q = 8:
+/// 7–28% faster; q = 4: 2–20% from 768 items, within 5% at 576), on WS below. q = 16 does not
+/// fit WS's ring: Wide. (Under gate mode 1, which `auto` takes for record and fused from 192
+/// items, the verify kinds run Wide anyway: auto_variant_shared_gate.)
 inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kWide}};
 inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kWS}};
-inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};                        // record, fused at q = 1
-inline constexpr AutoRule kVerifyQ4Rules[] = {{0, Variant::kWS}, {3072, Variant::kWide}};  // q = 4
-inline constexpr AutoRule kVerifyRules[] = {{0, Variant::kWS}};                            // record, fused at other q
+inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};                       // record, fused at q = 1
+inline constexpr AutoRule kVerifyQ2Rules[] = {{0, Variant::kWS}};                         // record, fused at q = 2, 3
+inline constexpr AutoRule kVerifyQ4Rules[] = {{0, Variant::kWS}, {576, Variant::kWide}};  // record, fused at q >= 4
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).
@@ -121,8 +124,10 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   // against 3156.6, record q = 16 5014.0 against 8526.7; record q = 4 and q = 8 (which fit
   // four and three CTAs either way) and per_token within 0.5% (docs/data/ladder_s16/run5).
   const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;  // the spread's CTAs per SM
-  // a grid of one or two CTAs per SM is laid out for the CTAs that will share an SM
-  const int order[] = {small ? (per_sm >= 1 ? int(per_sm) : 2) : prefer_ctas_per_sm, prefer_ctas_per_sm, 4, 3, 2, 1};
+  // a grid spread at up to kStepSpreadCtasPerSm CTAs per SM is laid out for the CTAs that will
+  // share an SM (so it takes the stages that fit beside them, not beside four)
+  const int first = per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm ? int(per_sm) : small ? 2 : prefer_ctas_per_sm;
+  const int order[] = {first, prefer_ctas_per_sm, 4, 3, 2, 1};
   for (int cps : order) {
     for (int st = top; st >= 1; --st) {
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
@@ -153,7 +158,7 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
     case StepMode::kDecode: return pick(kDecodeRules);
     case StepMode::kAppend: return pick(kAppendRules);
     case StepMode::kPerToken: return q == 1 ? pick(kPerTokenQ1Rules) : pick(kPerTokenRules);
-    default: return q == 1 ? pick(kVerifyQ1Rules) : q == 4 ? pick(kVerifyQ4Rules) : pick(kVerifyRules);
+    default: return q == 1 ? pick(kVerifyQ1Rules) : q >= 4 ? pick(kVerifyQ4Rules) : pick(kVerifyQ2Rules);
   }
 }
 
@@ -171,13 +176,16 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 ///     fused 0.82–0.98×; at 96 items and below 1.04–1.30×), with q = 16 always (0.67–0.89×,
 ///     one request included), with q = 1 from 6144 items (0.92–0.96×; docs/data/ladder_s16/run7
 ///     at H = 12 and 96, B = 1…64; q = 1 docs/data/ladder_s13);
-///   per_token only at q = 16 (0.83–0.92× at every measured size; with q ≤ 8 WS's mode 0 wins
-///     or ties: 0.94–1.27×);
+///   per_token at q = 16 always (0.83–0.92× at every measured size, docs/data/ladder_s16/run7),
+///     at 8 ≤ q < 16 from 192 items (q = 8: 0.89× at 192 items, H = 96; from there 0.98–1.05×;
+///     below 192 items 1.02–1.20×), with q ≤ 4 never (WS's mode 0 wins or ties: 0.97–1.09×;
+///     docs/data/ladder_s17/run3);
 ///   bf16 state: decode from 1536 items, where its Wide kernel runs six CTAs per SM
 ///     (kStepBf16Q1CtasPerSm) with its state read evict-first (docs/data/ladder_s15/run5:
 ///     0.94–0.95× at 1536 items, 0.88× at 3072; a tie at 768, 1.13–1.47× below), append as fp32.
 inline constexpr int64_t kSharedGateMinItems[] = {
-    /*decode*/ 6144, /*per_token (q = 16)*/ 12, /*record*/ 192, /*fused*/ 192, /*append*/ 768};
+    /*decode*/ 6144, /*per_token (q >= 8)*/ 192, /*record*/ 192, /*fused*/ 192, /*append*/ 768};
+inline constexpr int kSharedGateMinQPerToken = 8;
 inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
 inline constexpr int64_t kSharedGateMinItemsQ16Verify = 12;
 inline constexpr int64_t kSharedGateMinItemsBf16Decode = 1536;
@@ -186,7 +194,8 @@ inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf1
   switch (mode) {
     case StepMode::kDecode: return items >= (state_bf16 ? kSharedGateMinItemsBf16Decode : min);
     case StepMode::kAppend: return items >= min;
-    case StepMode::kPerToken: return q == kMaxQ && items >= min;
+    case StepMode::kPerToken:
+      return q >= kSharedGateMinQPerToken && items >= (q == kMaxQ ? kSharedGateMinItemsQ16Verify : min);
     default: return items >= (q == 1 ? kSharedGateMinItemsQ1Verify : q == kMaxQ ? kSharedGateMinItemsQ16Verify : min);
   }
 }

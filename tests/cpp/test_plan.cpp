@@ -157,7 +157,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
   sorted(kda::heuristics::kPerTokenRules);
   sorted(kda::heuristics::kVerifyQ1Rules);
   sorted(kda::heuristics::kVerifyQ4Rules);
-  sorted(kda::heuristics::kVerifyRules);
+  sorted(kda::heuristics::kVerifyQ2Rules);
 }
 
 TEST(Plan, SplitFactorsFillTheGpu) {
@@ -443,7 +443,7 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   // kda/heuristics.h: decode and append Split up to 12 items, Wide from 13; verify q = 1 Wide;
-  // per_token q > 1 WS; record / fused WS, at q = 4 Wide from 3072 items; Wide wherever the
+  // per_token q > 1 WS; record / fused WS, at q >= 4 Wide from 576 items; Wide wherever the
   // layout forbids bulk copies or two WS ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
@@ -463,12 +463,13 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 1, l), Variant::kWide);  // q = 1: Wide everywhere
   for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
-    EXPECT_EQ(pick(m, 95, 4, l), Variant::kWS) << int(m);    // 3040 items
-    EXPECT_EQ(pick(m, 96, 4, l), Variant::kWide) << int(m);  // 3072
-    EXPECT_EQ(pick(m, 256, 2, l), Variant::kWS) << int(m);   // q = 2, 8: WS at every size
+    EXPECT_EQ(pick(m, 17, 4, l), Variant::kWS) << int(m);    // 544 items
+    EXPECT_EQ(pick(m, 18, 4, l), Variant::kWide) << int(m);  // 576
+    EXPECT_EQ(pick(m, 256, 2, l), Variant::kWS) << int(m);   // q = 2: WS at every size
     LayerShape l10 = l;
     l10.window = 10;  // W - 2 + q for q = 8
-    EXPECT_EQ(pick(m, 256, 8, l10), Variant::kWS) << int(m);
+    EXPECT_EQ(pick(m, 17, 8, l10), Variant::kWS) << int(m);
+    EXPECT_EQ(pick(m, 256, 8, l10), Variant::kWide) << int(m);
     EXPECT_EQ(pick(m, 8, 1, l), Variant::kWide) << int(m);   // q = 1
   }
   l.stream_ok = false;

@@ -13,9 +13,12 @@ import pytest
 from harness import load_tree_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# the sweeps of the kernels in this tree (Split/Wide streamed through shared memory, WS)
+# the sweeps of the kernels in this tree (Split/Wide streamed through shared memory, WS):
+# session 11's, and for the verify kinds at q >= 2 session 17's (Wide against WS in gate mode 0;
+# policy_eval.load_points leaves the earlier q >= 2 verify rows out)
 SWEEPS = [os.path.join(ROOT, "docs", "data", f) for f in
-          ("sweep_s11_run3_decode.csv", "sweep_s11_run3_verify_q4.csv", "sweep_s11_run3_verify_q.csv")]
+          ("sweep_s11_run3_decode.csv", "sweep_s11_run3_verify_q4.csv", "sweep_s11_run3_verify_q.csv",
+           os.path.join("ladder_s17", "run3", "ladder_pn_0.csv"))]
 
 
 def _policy_eval():
@@ -89,12 +92,15 @@ def test_bf16_decode_rule_within_5_percent_everywhere():
 # the same-binary comparisons of gate mode 0 against mode 1: session 13 (g1 in run 3, g2 in runs
 # 4 and 5, docs/data/ladder_s13/README.md) and session 14 (the final binary: run 4, decode grid
 # and bf16 state; run 7, one to 32 requests), session 15 (run 5, the final binary with small
-# grids spread over the SMs) and session 16 (run 7: record, fused and per_token at q = 2…16 on
-# the token-group kernel, H = 12 and 96, one to 64 requests)
+# grids spread over the SMs), session 16 (run 7: record, fused and per_token at q = 2…16 on
+# the token-group kernel, H = 12 and 96, one to 64 requests; its q >= 2 pairs are stale since
+# session 17) and session 17 (run 3: the three kinds at q = 2 / 4 / 8, H = 12 and 96, one to 256
+# requests, on the kernel in this tree)
 GATE_RUNS = [os.path.join(ROOT, "docs", "data", "ladder_s13", r) for r in ("run3", "run4", "run5")] + [
     os.path.join(ROOT, "docs", "data", "ladder_s14", r) for r in ("run4", "run7")] + [
     os.path.join(ROOT, "docs", "data", "ladder_s15", "run5"),
-    os.path.join(ROOT, "docs", "data", "ladder_s16", "run7")]
+    os.path.join(ROOT, "docs", "data", "ladder_s16", "run7"),
+    os.path.join(ROOT, "docs", "data", "ladder_s17", "run3")]
 
 
 def _gate_points(pe):
@@ -110,7 +116,7 @@ def _gate_points(pe):
 
 def test_gate_rule_parses():
     rule = _policy_eval().gate_rule_from_header()
-    assert set(rule) == set(_policy_eval().GATE_MODES) | {"q1_verify", "q16_verify", "decode_bf16"}
+    assert set(rule) == set(_policy_eval().GATE_MODES) | {"q1_verify", "q16_verify", "decode_bf16", "per_token_min_q"}
     assert all(n > 1 for n in rule.values()), rule
 
 

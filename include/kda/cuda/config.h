@@ -42,15 +42,15 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 ///   yq, yk, g, e [q][128] f32   conv outputs of the q / k channels (then q scaled, k normalised),
 ///                               activated gates, decays e = exp(g)
 ///   yv, o, og [q][RC] f32       conv outputs of the own v rows, pre-norm outputs, sigmoid(out gate)
-///                               (og: none with the rung KDA_RUNG_QN_LATE_OUT_GATE at q ≥ 2)
+///                               (og: q = 1 only, late_out_gate)
 ///   win     [256][W-2+q] f32    new q/k window columns, written by rank 0 at the end (SPLIT > 1)
-///   part    [q][4][3] f32       per-warp Σy_q², Σy_k², Σy_q·y_k (warps 0–3 hold the q/k channels)
-///   beta[16], kq[16] (k·q per token), red[16][SPLIT] (Σo² partials of the ranks), tslots[16]
+///   part    [4][3] f32          q = 1: per-warp Σy_q², Σy_k², Σy_q·y_k (warps 0–3 hold the q/k channels)
+///   beta[16], red[16][SPLIT] (Σo² partials of the ranks), tslots[16]
 ///   q ≥ 2 only (token groups, step_kernel.cuh):
 ///   kgq     [2][qg][128] f32    Γ⊙k then Γ⊙q per token (Γ: the decays since the token's
 ///                               group began; qg = q rounded up to whole groups, pad rows 0)
 ///   mn      [q][8] f32          in-group coefficients M[t][j], then N[t][j] (j < 4)
-///   ik      [16] f32            1/|y_k| per token
+///   nrm     [2][16] f32         1/|y_k|, then 1/|y_q|·scale per token
 ///   state   [stages][CR][128] as stored (fp32 or bf16), filled by bulk copies
 ///   rec_u   [records][RC] f32   u of the pending records, own rows (fused / append)
 ///   rec_kg  [records][256] f32  k then g of the pending records (g replaced by e = exp(g))
@@ -69,25 +69,21 @@ struct StepSmem {
   constexpr int64_t yv() const { return e() + int64_t(q) * kHeadDim * 4; }
   constexpr int64_t o() const { return yv() + align16(int64_t(q) * rc() * 4); }
   constexpr int64_t og() const { return o() + align16(int64_t(q) * rc() * 4); }
-#ifdef KDA_RUNG_QN_LATE_OUT_GATE
-  /// ladder rung (off by default): q ≥ 2 stages no sigmoid(out gate) rows, the epilogue reads
-  /// the gate itself
+  /// q ≥ 2 stages no sigmoid(out gate) rows: the epilogue reads the gate beside norm_w, so
+  /// q·RC·4 bytes fewer (record q = 8: 57.0 → 53.0 KiB, three → four CTAs per SM; 11% faster
+  /// there, record and per_token 1–5% elsewhere, fused within ±2%: docs/data/ladder_s17/run1).
+  /// q = 1 keeps them: its offsets are constants and the decode step fits four CTAs anyway.
   constexpr bool late_out_gate() const { return q > 1; }
   constexpr int64_t win() const { return og() + align16(int64_t(late_out_gate() ? 0 : q) * rc() * 4); }
-#else
-  constexpr bool late_out_gate() const { return false; }
-  constexpr int64_t win() const { return og() + align16(int64_t(q) * rc() * 4); }
-#endif
   constexpr int64_t part() const { return win() + (split > 1 ? align16(int64_t(2) * kHeadDim * window_cols * 4) : 0); }
-  constexpr int64_t beta() const { return part() + align16(int64_t(q) * 12 * 4); }
-  constexpr int64_t kq() const { return beta() + kMaxQ * 4; }
-  constexpr int64_t red() const { return kq() + kMaxQ * 4; }
+  constexpr int64_t beta() const { return part() + (q == 1 ? align16(12 * 4) : 0); }
+  constexpr int64_t red() const { return beta() + kMaxQ * 4; }
   constexpr int64_t tslots() const { return red() + align16(int64_t(kMaxQ) * split * 4); }
   constexpr int qg() const { return (q + kTokenGroup - 1) / kTokenGroup * kTokenGroup; }
   constexpr int64_t kgq() const { return tslots() + kMaxQ * 4; }
   constexpr int64_t mn() const { return kgq() + (q > 1 ? int64_t(2) * qg() * kHeadDim * 4 : 0); }
-  constexpr int64_t ik() const { return mn() + (q > 1 ? int64_t(q) * 8 * 4 : 0); }
-  constexpr int64_t state() const { return (ik() + (q > 1 ? kMaxQ * 4 : 0) + 127) / 128 * 128; }
+  constexpr int64_t nrm() const { return mn() + (q > 1 ? int64_t(q) * 8 * 4 : 0); }
+  constexpr int64_t state() const { return (nrm() + (q > 1 ? 2 * kMaxQ * 4 : 0) + 127) / 128 * 128; }
   constexpr int64_t rec_u() const { return state() + stages * stage_bytes(); }
   constexpr int64_t rec_kg() const { return rec_u() + align16(int64_t(records) * rc() * 4); }
   constexpr int64_t bytes() const { return rec_kg() + int64_t(records) * 2 * kHeadDim * 4; }

@@ -153,7 +153,6 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   float* s_win = reinterpret_cast<float*>(smem + L.win());
   float* s_part = reinterpret_cast<float*>(smem + L.part());
   float* s_beta = reinterpret_cast<float*>(smem + L.beta());
-  float* s_kq = reinterpret_cast<float*>(smem + L.kq());
   float* s_red = reinterpret_cast<float*>(smem + L.red());
   int32_t* s_tslots = reinterpret_cast<int32_t*>(smem + L.tslots());
   unsigned char* s_state = smem + L.state();
@@ -161,8 +160,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   float* s_reckg = reinterpret_cast<float*>(smem + L.rec_kg());
   float* s_kgq = reinterpret_cast<float*>(smem + L.kgq());  // q >= 2
   float* s_mn = reinterpret_cast<float*>(smem + L.mn());
-  float* s_ik = reinterpret_cast<float*>(smem + L.ik());
-  const int qg = L.qg();  // q in whole token groups
+  float* s_nrm = reinterpret_cast<float*>(smem + L.nrm());  // q >= 2: 1/|y_k| [16], 1/|y_q|·scale [16]
+  const int qg = L.qg();                                    // q in whole token groups
 
   // one state chunk into its stage (thread 0)
   auto state_g2s = [&](unsigned char* dst, const char* src, uint64_t* bar) {
@@ -292,14 +291,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   if (gate_from_fb)
     for (int i = tid; i < q * kRank; i += NT)
       s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
-      // NOTES: ladder rung KDA_RUNG_QN_LATE_OUT_GATE (off by default, not yet measured): with
-      // q >= 2 the out gate is read in the epilogue, beside norm_w, instead of staged here: q·RC·4
-      // bytes of shared memory fewer (record q = 8: 57.0 → 53.0 KiB, three → four CTAs per SM).
-#ifdef KDA_RUNG_QN_LATE_OUT_GATE
+  // (q >= 2 reads the out gate in the epilogue instead: StepSmem::late_out_gate)
   if (p.output_norm && !L.late_out_gate())
-#else
-  if (p.output_norm)
-#endif
     for (int i = tid; i < q * RC; i += NT)
       s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
   if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
@@ -321,8 +314,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
     if constexpr (T::kEarlyTokenInputs) {
       // the staged logits, every thread on its own (token, row) elements (NT is a multiple of K)
-      for (int i = tid; i < q * K; i += NT)
-        s_g[i] = activate_gate(s_g[i] + p.dt_bias[h * K + (tid & (K - 1))], a, lb, p.lower_bound);
+      for (int i = tid; i < q * K; i += NT) {
+        const float g = activate_gate(s_g[i] + p.dt_bias[h * K + (tid & (K - 1))], a, lb, p.lower_bound);
+        s_g[i] = g;
+        s_e[i] = decay_of(g);
+      }
     } else {
       for (int t = 0; t < q; ++t) {
         float z;
@@ -339,7 +335,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         if (gpart == 0) {
           const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
           s_g[t * K + gi] = g;
-          if constexpr (T::kLeanVectors) s_e[gi] = decay_of(g);
+          if constexpr (T::kLeanVectors || T::kQ != 1) s_e[t * K + gi] = decay_of(g);
         }
       }
     }
@@ -389,11 +385,13 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       const float yq = silu(aq), yk = silu(ak);
       s_yq[t * K + tid] = yq;
       s_yk[t * K + tid] = yk;
-      const float sq = warp_sum(yq * yq), sk = warp_sum(yk * yk), sqk = warp_sum(yq * yk);
-      if (lane == 0) {
-        s_part[t * 12 + warp * 3 + 0] = sq;
-        s_part[t * 12 + warp * 3 + 1] = sk;
-        s_part[t * 12 + warp * 3 + 2] = sqk;
+      if constexpr (T::kQ == 1) {  // q >= 2: one warp per token sums them (below)
+        const float sq = warp_sum(yq * yq), sk = warp_sum(yk * yk), sqk = warp_sum(yq * yk);
+        if (lane == 0) {
+          s_part[t * 12 + warp * 3 + 0] = sq;
+          s_part[t * 12 + warp * 3 + 1] = sk;
+          s_part[t * 12 + warp * 3 + 2] = sqk;
+        }
       }
       q0 = q1, q1 = q2, q2 = xq;
       k0 = k1, k1 = k2, k2 = xk;
@@ -432,8 +430,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   }
   __syncthreads();  // y, g, norm partials and the staged records
 
-  // ---- token vectors: q = 1 in registers (the lane's columns); else in place in shared
-  //      memory (k normalised, q normalised and scaled, e = exp(g), k·q), one more barrier ----
+  // ---- token vectors: q = 1 in registers (the lane's columns); else the token groups'
+  //      operands in shared memory (Γ⊙y_k, Γ⊙y_q, M / N, the norms), one more barrier ----------
   float4 k4, q4, e4;
   float kq1 = 0.f, ik1 = 0.f, iq1 = 0.f;
   if constexpr (T::kLeanVectors) {
@@ -452,48 +450,49 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     kq1 = n.qk * n.ik * n.iq * kQScale;
   } else {
     // q >= 2 (NOTES: token groups): per channel, Γ = the decays since the token's group
-    // began; thread c (side 0) writes e and Γ⊙k of channel c, thread 128 + c (side 1) Γ⊙q.
-    // y_k and y_q stay as they are (k = y_k · 1/|y_k| is formed where it is used).
+    // began; thread c (side 0) writes Γ⊙y_k of channel c, thread 128 + c (side 1) Γ⊙y_q. The
+    // norms scale the group's totals instead (1/|y_k|, 1/|y_q|·scale per token: s_nrm), so
+    // they are formed once per token, below, not per thread and token.
     {
       const int c = tid & (K - 1), side = tid >> 7;
+      const float* y = side ? s_yq : s_yk;
       float G = 1.f;
       for (int t = 0; t < q; ++t) {
         if (t % cuda_config::kTokenGroup == 0) G = 1.f;
-        const float e = decay_of(s_g[t * K + c]);
-        G *= e;
-        const TokenNorms n = token_norms(s_part, t);
-        if (side == 0) {
-          s_e[t * K + c] = e;
-          s_kgq[token_group_store_row<RPW>(c >> 2, 0, t, q, qg) * K + c] = G * (s_yk[t * K + c] * n.ik);
-          if (c == 0) s_ik[t] = n.ik, s_kq[t] = n.qk * n.ik * n.iq * kQScale;
-        } else {
-          s_kgq[token_group_store_row<RPW>(c >> 2, 1, t, q, qg) * K + c] = G * (s_yq[t * K + c] * n.iq * kQScale);
-        }
+        G *= s_e[t * K + c];
+        s_kgq[token_group_store_row<RPW>(c >> 2, side, t, q, qg) * K + c] = G * y[t * K + c];
       }
       for (int t = q; t < qg; ++t) s_kgq[token_group_store_row<RPW>(c >> 2, side, t, q, qg) * K + c] = 0.f;
     }
-    // the in-group coefficients of token t (one warp per token): for j = t0 + jj < t,
+    // one warp per token t: its norms, and the in-group coefficients for j = t0 + jj < t,
     //   M[t][jj] = Σ_c k_j k_t Π_{j<τ≤t} e_τ,  N[t][jj] = Σ_c k_j q_t Π_{j<τ≤t} e_τ;  N[t][t − t0] = k_t·q_t
+    // (1/|y_k| of the group's earlier tokens is summed again here: cheaper than a barrier)
     for (int t = warp; t < q; t += T::kWarps) {
       const int tt = t % cuda_config::kTokenGroup;
-      const TokenNorms nt = token_norms(s_part, t);
       const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
       const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+      const float ikt = 1.0f / sqrtf(warp_sum(dot4(ykt, ykt)) + kL2Eps);
+      const float iqs = 1.0f / sqrtf(warp_sum(dot4(yqt, yqt)) + kL2Eps) * kQScale;
+      const float kq = warp_sum(dot4(yqt, ykt)) * ikt * iqs;
       float4 P = make_float4(1.f, 1.f, 1.f, 1.f);
       for (int jj = tt - 1; jj >= 0; --jj) {
         const int j = t - tt + jj;
-        const float4 g4 = *reinterpret_cast<const float4*>(s_g + (j + 1) * K + lane * 4);
-        P = make_float4(P.x * decay_of(g4.x), P.y * decay_of(g4.y), P.z * decay_of(g4.z), P.w * decay_of(g4.w));
+        const float4 e4 = *reinterpret_cast<const float4*>(s_e + (j + 1) * K + lane * 4);
+        P = make_float4(P.x * e4.x, P.y * e4.y, P.z * e4.z, P.w * e4.w);
         const float4 ykj = *reinterpret_cast<const float4*>(s_yk + j * K + lane * 4);
         const float4 x = make_float4(ykj.x * P.x, ykj.y * P.y, ykj.z * P.z, ykj.w * P.w);
         const float m = warp_sum(dot4(x, ykt)), nn = warp_sum(dot4(x, yqt));
-        const float ikj = token_norms(s_part, j).ik;
+        const float ikj = 1.0f / sqrtf(warp_sum(dot4(ykj, ykj)) + kL2Eps);
         if (lane == 0) {
-          s_mn[t * 8 + jj] = m * ikj * nt.ik;
-          s_mn[t * 8 + 4 + jj] = nn * ikj * nt.iq * kQScale;
+          s_mn[t * 8 + jj] = m * ikj * ikt;
+          s_mn[t * 8 + 4 + jj] = nn * ikj * iqs;
         }
       }
-      if (lane == 0) s_mn[t * 8 + 4 + tt] = nt.qk * nt.ik * nt.iq * kQScale;
+      if (lane == 0) {
+        s_mn[t * 8 + 4 + tt] = kq;
+        s_nrm[t] = ikt;
+        s_nrm[kMaxQ + t] = iqs;
+      }
     }
     __syncthreads();
   }
@@ -508,7 +507,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       float4 v;
       if (c4 < 32) {
         v = *reinterpret_cast<const float4*>(s_yk + t * K + c4 * 4);
-        const float ik = T::kQ == 1 ? token_norms(s_part, t).ik : s_ik[t];  // k = y_k · 1/|y_k|
+        const float ik = T::kQ == 1 ? token_norms(s_part, t).ik : s_nrm[t];  // k = y_k · 1/|y_k|
         v = make_float4(v.x * ik, v.y * ik, v.z * ik, v.w * ik);
       } else {
         v = *reinterpret_cast<const float4*>(s_g + t * K + (c4 - 32) * 4);
@@ -614,8 +613,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         using GL = TokenGroupLanes<RPW, TG>;
         const GL gl(lane);
         const int n = q - t0 < TG ? q - t0 : TG;  // tokens of the group (TG = 4 may hold 3)
-        float acc = token_group_dots<RPW, TG>(S, s_kgq, qg, t0, lane);
         const int t = t0 + gl.tok, tc = t < q ? t : q - 1, row = crow + gl.row;
+        // a_t = S·(Γ⊙y_k)·1/|y_k|, b_t = S·(Γ⊙y_q)·1/|y_q|·scale
+        float acc = token_group_dots<RPW, TG>(S, s_kgq, qg, t0, lane) * s_nrm[gl.which * kMaxQ + tc];
         const float4 mn = *reinterpret_cast<const float4*>(s_mn + tc * 8 + gl.which * 4);
         const float my_u = token_group_solve<RPW, TG>(acc, s_yv[tc * RC + row], s_beta[tc], mn, lane);
         if (GL::writer(lane) && gl.tok < n) {
@@ -630,7 +630,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
           for (int tt = 0; tt < TG; ++tt) {
             if (tt >= n) break;
             const int ta = t0 + tt;
-            const float ik = s_ik[ta];
+            const float ik = s_nrm[ta];
             const float4 yk = *reinterpret_cast<const float4*>(s_yk + ta * K + lane * 4);
             const float4 kk = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
             const float4 ee = *reinterpret_cast<const float4*>(s_e + ta * K + lane * 4);
@@ -695,13 +695,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       for (int rr = 0; rr < SPLIT; ++rr) ss += s_red[t * SPLIT + rr];
     }
     const float rn = 1.0f / sqrtf(ss / float(K) + p.eps);
-#ifdef KDA_RUNG_QN_LATE_OUT_GATE
     const float og =
         L.late_out_gate() ? sigmoidf_(ld_bf16(p.out_gate + (row_base + t) * p.out_gate_row + h * K + v)) : s_og[i];
     p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * og);
-#else
-    p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * s_og[i]);
-#endif
   }
   if constexpr (SPLIT > 1) {
     if (rank == 0) {
