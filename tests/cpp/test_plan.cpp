@@ -267,9 +267,16 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
   // missing.
   const DeviceInfo d = gpu();
   for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
-   for (int q : {1, 4, 16}) {
+   for (int q : {1, 4, 8, 16}) {
     if ((m == StepMode::kDecode || m == StepMode::kAppend) && q != 1) continue;
-    if (m == StepMode::kPerToken && q != 16) continue;  // mode 1 only at q = 16 there
+    // per_token below q = 8: WS's mode 0 at every size (docs/data/ladder_s17/run3)
+    if (m == StepMode::kPerToken && q < 8) {
+      EXPECT_FALSE(kda::heuristics::auto_shared_gate(int64_t(1) << 20, m, q)) << "per_token q = " << q;
+      continue;
+    }
+    // the measured thresholds: per_token q = 8 and record / fused q = 2…8 from 192 items
+    if (q == 8) EXPECT_EQ(kda::heuristics::auto_shared_gate(191, m, q), false) << kda::mode_name(m);
+    if (q == 8) EXPECT_EQ(kda::heuristics::auto_shared_gate(192, m, q), true) << kda::mode_name(m);
     const int H = 96;
     int B = 1;
     while (!kda::heuristics::auto_shared_gate(int64_t(H) * B, m, q)) ++B;  // the first B past the threshold
