@@ -275,8 +275,10 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
       continue;
     }
     // the measured thresholds: per_token q = 8 and record / fused q = 2…8 from 192 items
-    if (q == 8) EXPECT_EQ(kda::heuristics::auto_shared_gate(191, m, q), false) << kda::mode_name(m);
-    if (q == 8) EXPECT_EQ(kda::heuristics::auto_shared_gate(192, m, q), true) << kda::mode_name(m);
+    if (q == 8) {
+      EXPECT_FALSE(kda::heuristics::auto_shared_gate(191, m, q)) << kda::mode_name(m);
+      EXPECT_TRUE(kda::heuristics::auto_shared_gate(192, m, q)) << kda::mode_name(m);
+    }
     const int H = 96;
     int B = 1;
     while (!kda::heuristics::auto_shared_gate(int64_t(H) * B, m, q)) ++B;  // the first B past the threshold

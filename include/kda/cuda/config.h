@@ -39,7 +39,8 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 /// Shared-memory plan of the Split/Wide kernel, byte offsets (16-byte aligned). The scratch
 /// comes first so that its offsets are compile-time constants when q is (the decode kernel):
 ///   fa      [q][128] f32        gate inputs (modes 0, 1)
-///   yq, yk, g, e [q][128] f32   conv outputs of the q / k channels (then q scaled, k normalised),
+///   yq, yk, g, e [q][128] f32   conv outputs of the q / k channels (unnormalised: the norms are
+///                               applied where the vectors are used),
 ///                               activated gates, decays e = exp(g)
 ///   yv, o, og [q][RC] f32       conv outputs of the own v rows, pre-norm outputs, sigmoid(out gate)
 ///                               (og: q = 1 only, late_out_gate)

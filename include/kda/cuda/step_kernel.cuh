@@ -467,12 +467,15 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     // one warp per token t: its norms, and the in-group coefficients for j = t0 + jj < t,
     //   M[t][jj] = Σ_c k_j k_t Π_{j<τ≤t} e_τ,  N[t][jj] = Σ_c k_j q_t Π_{j<τ≤t} e_τ;  N[t][t − t0] = k_t·q_t
     // (1/|y_k| of the group's earlier tokens is summed again here: cheaper than a barrier)
+    // 1/|y| of a token's vector, the lane holding four of its channels (fixed order: every warp
+    // that sums a token gets the same bits)
+    auto inv_norm = [](const float4& y) { return 1.0f / sqrtf(warp_sum(dot4(y, y)) + kL2Eps); };
     for (int t = warp; t < q; t += T::kWarps) {
       const int tt = t % cuda_config::kTokenGroup;
       const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
       const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
-      const float ikt = 1.0f / sqrtf(warp_sum(dot4(ykt, ykt)) + kL2Eps);
-      const float iqs = 1.0f / sqrtf(warp_sum(dot4(yqt, yqt)) + kL2Eps) * kQScale;
+      const float ikt = inv_norm(ykt);
+      const float iqs = inv_norm(yqt) * kQScale;
       const float kq = warp_sum(dot4(yqt, ykt)) * ikt * iqs;
       float4 P = make_float4(1.f, 1.f, 1.f, 1.f);
       for (int jj = tt - 1; jj >= 0; --jj) {
@@ -482,7 +485,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         const float4 ykj = *reinterpret_cast<const float4*>(s_yk + j * K + lane * 4);
         const float4 x = make_float4(ykj.x * P.x, ykj.y * P.y, ykj.z * P.z, ykj.w * P.w);
         const float m = warp_sum(dot4(x, ykt)), nn = warp_sum(dot4(x, yqt));
-        const float ikj = 1.0f / sqrtf(warp_sum(dot4(ykj, ykj)) + kL2Eps);
+        const float ikj = inv_norm(ykj);
         if (lane == 0) {
           s_mn[t * 8 + jj] = m * ikj * ikt;
           s_mn[t * 8 + 4 + jj] = nn * ikj * iqs;
