@@ -32,9 +32,11 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// at every measured size (per_token 6–8%, record 12–16%, fused 14–24%;
 /// docs/data/sweep_s11_run3_verify*.csv). With q ≥ 2 (the token-group kernel with its norms
 /// formed once per token, docs/data/ladder_s17/run3, H = 12 and 96, one to 256 requests):
-/// per_token runs fastest on WS everywhere (9–29% from 768 items, 7–15% below); record and
-/// fused at q = 2 on WS (Wide within 2% at 3072 items), at q ≥ 4 on Wide from 576 items (q = 8:
-/// 7–28% faster; q = 4: 2–20% from 768 items, within 5% at 576), on WS below. q = 16 does not
+/// per_token runs fastest on WS at every point (Wide takes 7–37% longer); record and fused at
+/// q = 2 on WS (Wide within 2% at 3072 items, 1–24% longer elsewhere), at q ≥ 4 on Wide from
+/// 576 items (WS takes 7–29% longer at q = 8; at q = 4 4–26% longer from 3072 items, within
+/// 5% either way at 576 and 768), on WS below (Wide 1–16% longer at 12–96 items; at 192 record
+/// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). q = 16 does not
 /// fit WS's ring: Wide. (Under gate mode 1, which `auto` takes for record and fused from 192
 /// items, the verify kinds run Wide anyway: auto_variant_shared_gate.)
 inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kWide}};

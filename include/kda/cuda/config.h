@@ -72,7 +72,9 @@ struct StepSmem {
   constexpr int64_t og() const { return o() + align16(int64_t(q) * rc() * 4); }
   /// q ≥ 2 stages no sigmoid(out gate) rows: the epilogue reads the gate beside norm_w, so
   /// q·RC·4 bytes fewer (record q = 8: 57.0 → 53.0 KiB, three → four CTAs per SM; 11% faster
-  /// there, record and per_token 1–5% elsewhere, fused within ±2%: docs/data/ladder_s17/run1).
+  /// there; record q = 2 / 4 and per_token from 64 requests 1–5% faster; fused and record q = 16
+  /// within −2…+1.3%; per_token q = 8 at six requests, a WS point, +3.5%:
+  /// docs/data/ladder_s17/run1).
   /// q = 1 keeps them: its offsets are constants and the decode step fits four CTAs anyway.
   constexpr bool late_out_gate() const { return q > 1; }
   constexpr int64_t win() const { return og() + align16(int64_t(late_out_gate() ? 0 : q) * rc() * 4); }
