@@ -34,7 +34,7 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// formed once per token, docs/data/ladder_s17/run3, H = 12 and 96, one to 256 requests):
 /// per_token runs fastest on WS at every point (Wide takes 7–37% longer); record and fused at
 /// q = 2 on WS (Wide within 2% at 3072 items, 1–24% longer elsewhere), at q ≥ 4 on Wide from
-/// 576 items (WS takes 7–29% longer at q = 8; at q = 4 4–26% longer from 3072 items, within
+/// 576 items (WS takes 7–29% longer at q = 8; at q = 4 13–26% longer from 3072 items, within
 /// 5% either way at 576 and 768), on WS below (Wide 1–16% longer at 12–96 items; at 192 record
 /// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). q = 16 does not
 /// fit WS's ring: Wide. (Under gate mode 1, which `auto` takes for record and fused from 192
