@@ -61,10 +61,7 @@ struct StateIO<uint16_t> {
                        bits_float(u.y & 0xffff0000u));
   }
   __device__ __forceinline__ static void store(uint16_t* p, const float4& v) {
-    uint2 u;
-    u.x = uint32_t(f32_to_bf16(v.x)) | (uint32_t(f32_to_bf16(v.y)) << 16);
-    u.y = uint32_t(f32_to_bf16(v.z)) | (uint32_t(f32_to_bf16(v.w)) << 16);
-    __stcs(reinterpret_cast<uint2*>(p), u);
+    __stcs(reinterpret_cast<uint2*>(p), make_uint2(f32x2_to_bf16x2(v.x, v.y), f32x2_to_bf16x2(v.z, v.w)));
   }
   __device__ __forceinline__ static float4 stored(const float4& v) {
     return make_float4(round_bf16(v.x), round_bf16(v.y), round_bf16(v.z), round_bf16(v.w));
@@ -116,17 +113,59 @@ __device__ __forceinline__ StateT* state_tile(void* base, int64_t slot_stride, i
 __device__ __forceinline__ int64_t conv_offset(const StepParams& p, int64_t slot, int64_t c, int64_t col) {
   return slot * p.conv_slot_stride + c * p.conv_chan_stride + col * p.conv_col_stride;
 }
-__device__ __forceinline__ float conv_load(const StepParams& p, int64_t slot, int64_t c, int64_t col) {
-  const int64_t o = conv_offset(p, slot, c, col);
-  return p.conv_f32 ? static_cast<const float*>(p.conv)[o] : bf16_to_f32(static_cast<const uint16_t*>(p.conv)[o]);
-}
+/// kIntegerRound: a bf16 window rounded by f32_to_bf16_bits instead of one cvt (the WS
+/// kernel, NOTES in stream_kernel.cuh).
+template <bool kIntegerRound = false>
 __device__ __forceinline__ void conv_store(const StepParams& p, int64_t slot, int64_t c, int64_t col, float v) {
   const int64_t o = conv_offset(p, slot, c, col);
   if (p.conv_f32)
     static_cast<float*>(p.conv)[o] = v;
   else
-    static_cast<uint16_t*>(p.conv)[o] = f32_to_bf16(v);
+    static_cast<uint16_t*>(p.conv)[o] = kIntegerRound ? f32_to_bf16_bits(v) : f32_to_bf16(v);
 }
+
+/// One channel's window in one conv slot: the address of column 0 and the column stride in
+/// bytes, formed once per channel. NOTES: conv_store forms the whole 64-bit offset per access
+/// and, the window dtype being a run-time flag, the compiler issued both dtypes' address
+/// arithmetic under predicates (about 210 instructions per warp of the q/k and v channel
+/// threads of the q = 1 kernel when every window access went that way; docs/PERFORMANCE.md,
+/// "The first wave").
+struct ChannelWindow {
+  char* col0;
+  int64_t stride;
+  bool f32;
+  __device__ __forceinline__ ChannelWindow(const StepParams& p, int64_t slot, int64_t c) : f32(p.conv_f32 != 0) {
+    const int64_t es = f32 ? 4 : 2;
+    int64_t base = (slot * p.conv_slot_stride + c * p.conv_chan_stride) * es;
+    stride = p.conv_col_stride * es;
+    // opaque to the optimiser: otherwise it folds the scale by `es` back into every column's
+    // address, the form this struct exists to avoid
+    asm("" : "+l"(base), "+l"(stride));
+    col0 = static_cast<char*>(p.conv) + base;
+  }
+  /// The raw bits of columns col, col + 1, col + 2 (one address multiply); value() converts
+  /// them, so that a caller can issue every load of its first wave before it uses any.
+  __device__ __forceinline__ void raw3(int col, uint32_t (&r)[3]) const {
+    const char* a = col0 + col * stride;
+#pragma unroll
+    for (int j = 0; j < 3; ++j, a += stride)
+      r[j] = f32 ? *reinterpret_cast<const uint32_t*>(a) : uint32_t(*reinterpret_cast<const uint16_t*>(a));
+  }
+  __device__ __forceinline__ float value(uint32_t raw) const { return bits_float(f32 ? raw : raw << 16); }
+  __device__ __forceinline__ void load3(int col, float (&w)[3]) const {
+    uint32_t r[3];
+    raw3(col, r);
+#pragma unroll
+    for (int j = 0; j < 3; ++j) w[j] = value(r[j]);
+  }
+  __device__ __forceinline__ void store(int col, float v) const {
+    char* a = col0 + col * stride;
+    if (f32)
+      *reinterpret_cast<float*>(a) = v;
+    else
+      *reinterpret_cast<uint16_t*>(a) = f32_to_bf16(v);
+  }
+};
 
 __device__ __forceinline__ float ld_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
 

@@ -174,8 +174,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // ---- the item -----------------------------------------------------------------------
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int rank = SPLIT == 1 ? 0 : int(blockIdx.x % SPLIT);
-  const int64_t item = blockIdx.x / SPLIT;
-  const int b = int(item / H), h = int(item % H);
+  // (32-bit: a grid has fewer than 2^31 CTAs; the 64-bit division cost 28 instructions a warp)
+  const unsigned item = blockIdx.x / unsigned(SPLIT);
+  const int b = int(item / unsigned(H)), h = int(item - unsigned(b) * unsigned(H));
   const int64_t row_base = int64_t(b) * q;   // first input/output row of the request
   const int gi = tid >> 1, gpart = tid & 1;  // gate row and half (two threads per row)
   const uint16_t* fb_src = gate_from_fb ? p.f_b + int64_t(h * K + gi) * p.f_b_row + gpart * (kRank / 2) : nullptr;
@@ -247,63 +248,101 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // and k channel of their index; 128…: the own v channels), before the barrier
   const int cq = h * K + tid, ck = D + cq;                      // tid < 128
   const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
-  // (q = 1; with q at run time after the gate, whose F_B registers leave no room for them)
   float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
-  auto load_window = [&] {
+  auto load_window = [&] {  // q at run time (q = 1: the first wave below)
     if (tid < K) {
-#pragma unroll
-      for (int j = 0; j < 3; ++j)
-        w0[j] = conv_load(p, r.win_in, cq, off + j), w1[j] = conv_load(p, r.win_in, ck, off + j);
+      ChannelWindow(p, r.win_in, cq).load3(off, w0);
+      ChannelWindow(p, r.win_in, ck).load3(off, w1);
       x0 = ld_bf16(p.qkv + row_base * p.qkv_row + cq);
       x1 = ld_bf16(p.qkv + row_base * p.qkv_row + ck);
     } else if (tid < K + RC) {
-#pragma unroll
-      for (int j = 0; j < 3; ++j) w0[j] = conv_load(p, r.win_in, cv, off + j), w1[j] = 0.f;
+      ChannelWindow(p, r.win_in, cv).load3(off, w0);
+      w1[0] = w1[1] = w1[2] = 0.f;
       x0 = ld_bf16(p.qkv + row_base * p.qkv_row + cv);
     }
   };
-  if constexpr (T::kQ == 1 || T::kEarlyTokenInputs) load_window();
-  if constexpr (T::kEarlyTokenInputs) {
-    // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
-    for (int i = tid; i < q * K; i += NT)
-      s_g[i] = gate_from_ws ? p.gate_ws[(row_base + i / K) * p.gate_ws_row + h * K + i % K]
-                            : ld_bf16(p.gate_in + (row_base + i / K) * p.gate_in_row + h * K + i % K);
-    // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
-    for (int t = 1; t < q; ++t) {
-      const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
-      if (tid < K) {
-        s_yq[t * K + tid] = ld_bf16(xr + cq);
-        s_yk[t * K + tid] = ld_bf16(xr + ck);
-      } else if (tid < K + RC) {
-        s_yv[t * RC + vj] = ld_bf16(xr + cv);
-      }
-    }
-  }
-  // q = 1, gate modes 1 and 2: the logit joins the window wave (one round trip fewer after the
-  // staged-inputs barrier)
+  // q = 1 without the F_B dot: one thread per gate row, in the v-channel warps (threads
+  // K…2K−1, whose conv is the lighter), instead of two (the halves of mode 0's dot)
+  const bool gate_one_thread = T::kQ == 1 && !gate_from_fb;
+  const int grow = gate_one_thread ? tid & (K - 1) : gi;
+  const bool gwriter = gate_one_thread ? tid >= K : gpart == 0;
   float z1 = 0.f;
   if constexpr (T::kQ == 1) {
-    if (gate_from_ws)
-      z1 = p.gate_ws[row_base * p.gate_ws_row + h * K + gi];
-    else if (!gate_from_fb)
-      z1 = ld_bf16(p.gate_in + row_base * p.gate_in_row + h * K + gi);
+    // NOTES: the first wave. Every input a thread reads before the staged-inputs barrier is
+    // loaded in one straight block per thread role, before any of it is used: a use waits for
+    // its load, and a load placed after that use (a later loop or branch) waits with it, one
+    // dependent round trip per such block (window, then gate logit, then f_a, then out gate).
+    static_assert(kRank == K, "f_a staged one element per q/k-channel thread");
+    if (tid < K) {
+      // q and k channel: window, x, and the inputs staged by threads 0–127 (f_a of mode 0, the
+      // out gate of the own rows, beta, the per-token slot)
+      const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck);
+      uint32_t ra[3], rk[3];
+      a.raw3(off, ra);
+      k.raw3(off, rk);
+      const uint16_t xq = p.qkv[row_base * p.qkv_row + cq], xk = p.qkv[row_base * p.qkv_row + ck];
+      const bool og_here = p.output_norm && tid < RC;
+      const uint16_t og = og_here ? p.out_gate[row_base * p.out_gate_row + h * K + rank * RC + tid] : uint16_t(0);
+      const uint16_t fa = gate_from_fb ? p.gate_in[row_base * p.gate_in_row + tid] : uint16_t(0);
+      const uint16_t bt = tid == 0 ? p.beta[row_base * p.beta_row + h] : uint16_t(0);
+      const int32_t ts = mode == StepMode::kPerToken && tid == 32 ? int32_t(slot_at(p, b, 0)) : 0;
+#pragma unroll
+      for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
+      x0 = bf16_to_f32(xq), x1 = bf16_to_f32(xk);
+      if (og_here) s_og[tid] = sigmoidf_(bf16_to_f32(og));
+      if (gate_from_fb) s_fa[tid] = bf16_to_f32(fa);
+      if (tid == 0) s_beta[0] = sigmoidf_(bf16_to_f32(bt));
+      if (mode == StepMode::kPerToken && tid == 32) s_tslots[0] = ts;
+    } else {
+      // v channel (threads K…K+RC−1): window and x; gate row tid − K (modes 1 and 2)
+      const bool v_here = tid < K + RC;
+      const ChannelWindow a(p, r.win_in, v_here ? cv : 0);
+      uint32_t ra[3] = {0, 0, 0};
+      if (v_here) a.raw3(off, ra);
+      const uint16_t xv = v_here ? p.qkv[row_base * p.qkv_row + cv] : uint16_t(0);
+      if (gate_from_ws)
+        z1 = p.gate_ws[row_base * p.gate_ws_row + h * K + grow];
+      else if (!gate_from_fb)
+        z1 = ld_bf16(p.gate_in + row_base * p.gate_in_row + h * K + grow);
+#pragma unroll
+      for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = 0.f;
+      x0 = bf16_to_f32(xv);
+    }
+  } else {
+    if constexpr (T::kEarlyTokenInputs) {
+      // q at run time without the F_B path: the window now (with the F_B path after the gate,
+      // whose registers leave no room for it)
+      load_window();
+      // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
+      for (int i = tid; i < q * K; i += NT)
+        s_g[i] = gate_from_ws ? p.gate_ws[(row_base + i / K) * p.gate_ws_row + h * K + i % K]
+                              : ld_bf16(p.gate_in + (row_base + i / K) * p.gate_in_row + h * K + i % K);
+      // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
+      for (int t = 1; t < q; ++t) {
+        const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
+        if (tid < K) {
+          s_yq[t * K + tid] = ld_bf16(xr + cq);
+          s_yk[t * K + tid] = ld_bf16(xr + ck);
+        } else if (tid < K + RC) {
+          s_yv[t * RC + vj] = ld_bf16(xr + cv);
+        }
+      }
+    }
+    if (gate_from_fb)
+      for (int i = tid; i < q * kRank; i += NT)
+        s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
+    // (q >= 2 reads the out gate in the epilogue instead: StepSmem::late_out_gate)
+    if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
+    if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q) s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
   }
-  if (gate_from_fb)
-    for (int i = tid; i < q * kRank; i += NT)
-      s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
-  // (q >= 2 reads the out gate in the epilogue instead: StepSmem::late_out_gate)
-  if (p.output_norm && !L.late_out_gate())
-    for (int i = tid; i < q * RC; i += NT)
-      s_og[i] = sigmoidf_(ld_bf16(p.out_gate + (row_base + i / RC) * p.out_gate_row + h * K + rank * RC + i % RC));
-  if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
-  if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q) s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
   __syncthreads();  // staged inputs
 
-  // ---- gate: two threads per gate row i; z = F_B[h·128 + i]·f_a (mode 0) or the raw gate
-  //      (q >= 2 without the F_B path: the staged logits, elementwise) ----------------------
+  // ---- gate: z = F_B[h·128 + i]·f_a (mode 0, two threads per gate row i) or the raw gate
+  //      (q = 1: one thread per row; q >= 2 without the F_B path: the staged logits,
+  //      elementwise) ----------------------------------------------------------------------
   {
     const float a = expf(p.A_log[h]);
-    const float dtb = p.dt_bias[h * K + gi];
+    const float dtb = p.dt_bias[h * K + grow];
     const bool lb = p.has_lower_bound != 0;
     if constexpr (T::kQ != 1) {
       if (gate_from_fb) {
@@ -332,10 +371,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         } else {
           z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
         }
-        if (gpart == 0) {
+        if (gwriter) {
           const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
-          s_g[t * K + gi] = g;
-          if constexpr (T::kLeanVectors || T::kQ != 1) s_e[t * K + gi] = decay_of(g);
+          s_g[t * K + grow] = g;
+          if constexpr (T::kLeanVectors || T::kQ != 1) s_e[t * K + grow] = decay_of(g);
         }
       }
     }
@@ -355,11 +394,12 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     float q0 = w0[0], q1 = w0[1], q2 = w0[2], k0 = w1[0], k1 = w1[1], k2 = w1[2];
     float* stq = s_win + tid * WC;
     float* stk = s_win + (K + tid) * WC;
+    const ChannelWindow oq(p, r.win_out, cq), ok(p, r.win_out, ck);  // (SPLIT > 1: rank 0 writes them last)
     if constexpr (SPLIT == 1) {
-      conv_store(p, r.win_out, cq, 0, q1);
-      conv_store(p, r.win_out, cq, 1, q2);
-      conv_store(p, r.win_out, ck, 0, k1);
-      conv_store(p, r.win_out, ck, 1, k2);
+      oq.store(0, q1);
+      oq.store(1, q2);
+      ok.store(0, k1);
+      ok.store(1, k2);
     } else if (rank == 0) {
       stq[0] = q1, stq[1] = q2, stk[0] = k1, stk[1] = k2;
     }
@@ -372,8 +412,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         xq = t == 0 ? x0 : ld_bf16(xr + cq), xk = t == 0 ? x1 : ld_bf16(xr + ck);
       }
       if constexpr (SPLIT == 1) {
-        conv_store(p, r.win_out, cq, 2 + t, xq);
-        conv_store(p, r.win_out, ck, 2 + t, xk);
+        oq.store(2 + t, xq);
+        ok.store(2 + t, xk);
       } else if (rank == 0) {
         stq[2 + t] = xq, stk[2 + t] = xk;
       }
@@ -403,13 +443,14 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     for (int jj = 0; jj < 4; ++jj) w[jj] = p.conv_w[(2 * 4 + jj) * D + cc];
     const float bias = p.conv_b ? p.conv_b[cv] : 0.f;
     float h0 = w0[0], h1 = w0[1], h2 = w0[2];
-    conv_store(p, r.win_out, cv, 0, h1);
-    conv_store(p, r.win_out, cv, 1, h2);
+    const ChannelWindow ov(p, r.win_out, cv);
+    ov.store(0, h1);
+    ov.store(1, h2);
     for (int t = 0; t < q; ++t) {
       const float x = t == 0                 ? x0
                       : T::kEarlyTokenInputs ? s_yv[t * RC + vj]
                                              : ld_bf16(p.qkv + (row_base + t) * p.qkv_row + cv);
-      conv_store(p, r.win_out, cv, 2 + t, x);
+      ov.store(2 + t, x);
       float a = bias;
       a = fmaf(w[0], h0, a);
       a = fmaf(w[1], h1, a);

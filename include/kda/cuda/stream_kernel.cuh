@@ -214,11 +214,16 @@ struct StreamKernel {
         bias = p.conv_b ? p.conv_b[c] : 0.f;
       }
       float h0 = win_at(lc, off), h1 = win_at(lc, off + 1), h2 = win_at(lc, off + 2);
-      conv_store(p, r.win_out, c, 0, h1);
-      conv_store(p, r.win_out, c, 1, h2);
+      // NOTES: the window and output stores round to bf16 in integer arithmetic here, not by
+      // cvt as the Split/Wide kernel does: with cvt this kernel (at the 168-register cap) was
+      // compiled 272 instructions longer (its sigmoid loops unrolled further, 4 more bytes of
+      // spills) and per_token q = 4, which it serves, ran 3% slower at H = 96, B = 64 and 256
+      // (docs/data/ladder_s18/run4). Both forms give the same bits for every non-NaN value.
+      conv_store<true>(p, r.win_out, c, 0, h1);
+      conv_store<true>(p, r.win_out, c, 1, h2);
       for (int t = 0; t < q; ++t) {
         const float x = bf16_to_f32(sx[t * 3 * K + lc]);
-        conv_store(p, r.win_out, c, 2 + t, x);
+        conv_store<true>(p, r.win_out, c, 2 + t, x);
         float a = bias;
         a = fmaf(w0, h0, a);
         a = fmaf(w1, h1, a);
@@ -339,12 +344,12 @@ struct StreamKernel {
       sum = warp_sum(sum);
       const float rn = 1.0f / sqrtf(sum / float(K) + p.eps);
       if (!p.output_norm) {  // SPEC §9: out = bf16(o), the out gate is not staged
-        p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i]);
+        p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16_bits(s_o[i]);
         continue;
       }
       const float gate = sigmoidf_(bf16_to_f32(sog[i]));
       const float nw = kHoldWeights ? hw.nw : p.norm_w[v];  // v = tid % K: NT is a multiple of K
-      p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * nw * gate);
+      p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16_bits(s_o[i] * rn * nw * gate);
     }
     // NOTES: the scratch is reused by the next item. Stream ends with a barrier (its plan ring
     // and operand stages are recycled by thread 0 right after). WS does not: after the barrier
