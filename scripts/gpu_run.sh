@@ -12,7 +12,8 @@
 #   pytest     pip-installs the package (CUDA build) and runs tests/python (GPU tests included)
 #   golden     python -m kda_decode.golden --device cuda on every tests/golden case
 #   sanitizer  compute-sanitizer memcheck/racecheck/synccheck/initcheck on a small GPU filter
-#              and on SanitizerMatrix.* (every variant × step kind); SANITIZER_SETS="filter matrix"
+#              and on SanitizerMatrix.* (every variant × step kind); SANITIZER_SETS="filter matrix",
+#              SANITIZER_TOOLS (default all four)
 #   bench      benchmarks/kda_bench decode table (BENCHMARKS.md protocol) + verify rows
 #   sweep      the policy sweep (SWEEP_H, SWEEP_B, SWEEP_VH, SWEEP_VB, SWEEP_Q, SWEEP_VARIANTS)
 #              and benchmarks/policy_eval.py on it; a line per run with ETA at a terminal
@@ -209,7 +210,7 @@ if has sanitizer; then
   bin="$CUDA_TESTS_BIN"
   filt=${SANITIZER_FILTER:-'CudaVsCpu.SixteenTokensAndSmallShapes:CudaVsCpu.CommitAndFusedBitwise:CudaVsCpu.ErrorFlagsOnDevice:CudaVsCpu.FusedEqualsFlushThenFusedZero'}
   sets=" ${SANITIZER_SETS:-filter matrix} "
-  for tool in memcheck racecheck synccheck initcheck; do
+  for tool in ${SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
     if [[ $sets == *" filter "* && ! -x $bin ]]; then
       note "sanitizer $tool: SKIPPED ($bin is missing)"
     elif [[ $sets == *" filter "* ]]; then

@@ -5,6 +5,14 @@ warp of an 8-warp CTA, x32 = per warp and chunk, …), and the largest straight-
 of instructions with the same count) with their share of the stall samples.
 
     python3 benchmarks/ladder/sass_blocks.py gpu-out/ncu-0-sass.csv --items 24576 [--top 20]
+        [--lines kernel.dis]
+
+--lines attributes the instructions to the source lines they were compiled from: give it the
+`nvdisasm -g -c` listing of the profiled kernel's cubin (the same binary: `cuobjdump -xelf all
+kda_bench_X` extracts one cubin per instantiation file; the listing must hold as many
+instructions as the table). nvdisasm and cuobjdump run on this machine from PyPI's
+nvidia-cuda-nvdisasm / nvidia-cuda-cuobjdump wheels. An inlined helper's instructions go to the
+helper's line (a table of the biggest lines, not of the caller's phases).
 
 A step kernel is bound by instruction issue where ncu's "Issued Warp Per Scheduler" is high
 (record / fused verify: 0.7–0.8); its time then follows the count this prints.
@@ -12,6 +20,8 @@ A step kernel is bound by instruction issue where ncu's "Issued Warp Per Schedul
 import argparse
 import csv
 import gzip
+import os
+import re
 import sys
 from collections import Counter
 
@@ -66,13 +76,46 @@ def report(instrs, items, top=20):
     return lines
 
 
+def source_lines(dis_path):
+    """The file:line each SASS instruction of an `nvdisasm -g` listing came from, in address
+    order (None before the first line marker)."""
+    loc, out = None, []
+    with open(dis_path) as f:
+        for line in f:
+            m = re.search(r'//## File "([^"]+)", line (\d+)', line)
+            if m:
+                loc = f"{os.path.basename(m.group(1))}:{m.group(2)}"
+            elif re.match(r"^\s+/\*[0-9a-f]{4,}\*/", line):  # (5 digits past 64 KiB of code)
+                out.append(loc)
+    return out
+
+
+def by_line(instrs, locs, items, top=40):
+    """The source lines with the most instructions per item: (line, instructions per item,
+    share of the stall samples)."""
+    if len(locs) != len(instrs):
+        raise ValueError(f"the listing has {len(locs)} instructions, the table {len(instrs)}: not the same kernel")
+    n, s = Counter(), Counter()
+    for loc, (_, cnt, samp) in zip(locs, instrs):
+        n[loc] += cnt / items
+        s[loc] += samp
+    samples = sum(s.values()) or 1
+    return [(loc, v, s[loc] / samples) for loc, v in n.most_common(top)]
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", help="ncu-N-sass.csv(.gz) of one profiled launch")
     ap.add_argument("--items", type=int, required=True, help="(request, head) items of the launch: B·H")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--lines", help="nvdisasm -g -c listing of the same kernel: instructions per source line")
     a = ap.parse_args(argv)
-    print("\n".join(report(load(a.csv), a.items, a.top)))
+    instrs = load(a.csv)
+    print("\n".join(report(instrs, a.items, a.top)))
+    if a.lines:
+        print("by source line (instructions per item, share of the stall samples):")
+        for loc, v, share in by_line(instrs, source_lines(a.lines), a.items, a.top):
+            print(f"  {v:9.1f}  {100 * share:5.1f}%  {loc}")
     return 0
 
 

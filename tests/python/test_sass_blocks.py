@@ -50,3 +50,26 @@ def test_committed_profile():
     out = sb.report(instrs, items=96 * 256, top=1)
     assert out[0].startswith("31271.0 instructions per item")
     assert "len  311" in out[-1] and "9952.0" in out[-1]
+
+
+def test_source_lines(tmp_path):
+    sb = _tool()
+    rows = [("LDC R1", 16, 1), ("S2R R0", 16, 1), ("FFMA R1", 64, 10), ("EXIT", 2, 0)]
+    instrs = sb.load(_write(tmp_path, rows))
+    dis = tmp_path / "k.dis"
+    dis.write_text("\n".join([
+        "\t//## File \"/x/step_kernel.cuh\", line 10",
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;",
+        "        /*0010*/                   S2R R0, SR_TID.X ;",
+        "\t//## File \"/x/item.cuh\", line 29",
+        "        /*0020*/                   FFMA R1, R2, R3, R1 ;",
+        "\t//## File \"/x/step_kernel.cuh\", line 10",
+        "        /*0030*/                   EXIT ;",
+    ]) + "\n")
+    locs = sb.source_lines(str(dis))
+    assert locs == ["step_kernel.cuh:10", "step_kernel.cuh:10", "item.cuh:29", "step_kernel.cuh:10"]
+    got = sb.by_line(instrs, locs, items=2)
+    assert got[0][0] == "item.cuh:29" and got[0][1] == 32.0 and abs(got[0][2] - 10 / 12) < 1e-12
+    assert got[1][0] == "step_kernel.cuh:10" and got[1][1] == 17.0
+    with pytest.raises(ValueError, match="not the same kernel"):
+        sb.by_line(instrs, locs[:3], items=2)
