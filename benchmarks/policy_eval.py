@@ -176,6 +176,10 @@ SPREAD_SESSION = 15  # the session whose runs first spread small grids over the 
 # the session of the q >= 2 Split/Wide kernel in this tree: token groups (session 16) with the
 # token norms formed once per token and the out gate read in the epilogue (17)
 VERIFY_KERNEL_SESSION = 17
+# the session whose gate mode 1 the tree runs: the step overlaps the gate kernel up to its
+# logits (the late wait) and the gate kernel's CTAs take 16-64 rows (19); every earlier mode 1
+# time is slower by up to 25% at small grids
+GATE_KERNEL_SESSION = 19
 H200_SMS = 132
 
 
@@ -192,7 +196,9 @@ def current_gate_points(points):
     to three CTAs per SM without the spread, which moved them by up to 40%, so those pairs are
     left out (session 15's runs measure them); and the verify kinds with q >= 2 before session
     17 ran an earlier q >= 2 Split/Wide kernel (session 17's: record q = 4 8%, q = 8 12% faster at
-    H = 96, B = 256), so their pairs are left out too."""
+    H = 96, B = 256), so their pairs are left out too; and since session 19 gate mode 1 overlaps
+    the step with the gate kernel (3-25% faster at 12-3072 items), so every pair before it is
+    left out."""
     limit = spread_items()
 
     def session(run):
@@ -202,7 +208,11 @@ def current_gate_points(points):
     def stale(k):
         before = session(k[6])
         verify_qn = k[0] in ("record", "fused", "per_token") and k[1] >= 2
-        return (before < SPREAD_SESSION and k[2] * k[3] <= limit) or (before < VERIFY_KERNEL_SESSION and verify_qn)
+        return (
+            (before < SPREAD_SESSION and k[2] * k[3] <= limit)
+            or (before < VERIFY_KERNEL_SESSION and verify_qn)
+            or before < GATE_KERNEL_SESSION
+        )
 
     return {k: v for k, v in points.items() if not stale(k)}
 

@@ -30,7 +30,7 @@ CXX_FILES=(
   src/validate/*.h src/validate/*.cpp src/plan/*.h src/plan/*.cpp src/api/*.h src/api/*.cpp
   csrc/*.h csrc/*.cpp
   examples/cpp_consumer/main.cpp
-  tests/cpp/test_host_layer.cpp tests/cpp/test_output_norm.cpp tests/cpp/test_cuda_numerics.cu
+  tests/cpp/test_host_layer.cpp tests/cpp/test_output_norm.cpp tests/cpp/test_cuda_numerics.cu tests/cpp/cuda_test_kernels.cu tests/cpp/cuda_test_kernels.h
 )
 PY_FILES=(python/kda_decode tests/python/test_errors.py tests/python/test_output_norm.py)
 

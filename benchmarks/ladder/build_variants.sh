@@ -18,7 +18,9 @@ TARGET=${TARGET:-kda_bench}
 case $TARGET in
   kda_bench) obj="$BUILD/benchmarks/CMakeFiles/kda_bench.dir/kda_bench.cpp.o"; extra=() ;;
   kda_cuda_tests) obj="$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir/test_cuda.cpp.o"
-    extra=("$(find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1)" "$(find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1)") ;;
+    # (the test's device helpers and numerics test, compiled by nvcc, are linked as they are)
+    mapfile -t extra < <(find "$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir" -name '*.cu.o' | sort)
+    extra+=("$(find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1)" "$(find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1)") ;;
   *) echo "TARGET: kda_bench or kda_cuda_tests" >&2; exit 2 ;;
 esac
 ninja -C "$BUILD" "$TARGET" >/dev/null

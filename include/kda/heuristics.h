@@ -166,31 +166,26 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 
 /// Gate mode `auto` on CUDA (a layer with F_B whose PreparedKda holds the workspace): mode 1
 /// (the gate kernel's one GEMM on tensor cores, then the step on Split / Wide) where it was
-/// measured faster than mode 0 with the auto variant, else mode 0 (H = 96 unless said). The
-/// second kernel costs a fixed 3–8 µs per decode step at one to eight requests (its launch,
-/// its grid boundary and the step's wait on it), so mode 1 pays only where the step saves more:
-///   decode from 6144 items (0.965× at B = 256, 0.969× at B = 128, 0.988× at B = 64; H = 48:
-///     0.987× at 6144 items, 1.018× at 3072; docs/data/ladder_s13/run3, run4);
-///   append from 768 items (Qr = 8: 0.83× at 24576 items, 0.85–0.86× at 6144, 0.92–0.93× at
-///     1536, 0.98× at 768 with H = 12, 1.03× at 384);
-///   record and fused with 2 ≤ q ≤ 8 from 192 items, where the token-group Wide kernel of mode 1
-///     beats WS's mode 0 (0.65–0.94× from 384 items; at 192: record 0.85–0.97×, 1.03× at q = 2;
-///     fused 0.82–0.98×; at 96 items and below 1.04–1.30×), with q = 16 always (0.67–0.89×,
-///     one request included), with q = 1 from 6144 items (0.92–0.96×; docs/data/ladder_s16/run7
-///     at H = 12 and 96, B = 1…64; q = 1 docs/data/ladder_s13);
-///   per_token at q = 16 always (0.83–0.92× at every measured size, docs/data/ladder_s16/run7),
-///     at 8 ≤ q < 16 from 192 items (q = 8: 0.89× at 192 items, H = 96; from there 0.98–1.05×;
-///     below 192 items 1.02–1.20×), with q ≤ 4 never (WS's mode 0 wins or ties: 0.97–1.09×;
-///     docs/data/ladder_s17/run3);
-///   bf16 state: decode from 1536 items, where its Wide kernel runs six CTAs per SM
-///     (kStepBf16Q1CtasPerSm) with its state read evict-first (docs/data/ladder_s15/run5:
-///     0.94–0.95× at 1536 items, 0.88× at 3072; a tie at 768, 1.13–1.47× below), append as fp32.
+/// measured faster than mode 0 with the auto variant, else mode 0. The step overlaps the gate
+/// kernel up to its logits (step_kernel.cuh, the late wait) and the gate kernel's CTAs take 16
+/// to 64 rows (gate_tile_rows), so what mode 1 still costs is the gate kernel's latency after
+/// its own wait, about 1 µs, which only grids of a few hundred items do not hide; mode 0 costs
+/// each item its head's 32 KiB of F_B from L2 (same-binary pairs, docs/data/ladder_s19/run2
+/// and run3, H ∈ {12, 24, 48, 96} for decode, {12, 96} otherwise):
+///   decode from 768 items (0.94–0.98×; at 384 items 0.994–1.026×, at 192 0.999–1.043×, below
+///     1.05–1.16×); bf16 state from 384 items (0.947× at 384, 0.81–0.87× from 768; 1.04× at 192);
+///   append from 768 items (Qr = 8: 0.83–0.89×; 1.02–1.04× at 192, 1.08–1.10× below);
+///   record and fused with 2 ≤ q ≤ 8 always (0.60–0.99× from one request up, a tie at 96 items
+///     with q = 2); q = 16 always (ladder_s16/run7: 0.67–0.89×); q = 1 from 6144 items
+///     (0.92–0.96×, docs/data/ladder_s13);
+///   per_token with q ≥ 4 always (q = 4: 0.93–0.97×, 1.02× at 768 items; q = 8: 0.88–0.96×, a tie
+///     at 768), q ≤ 3 never (unmeasured on this kernel; WS's mode 0 won there in ladder_s17/run3).
 inline constexpr int64_t kSharedGateMinItems[] = {
-    /*decode*/ 6144, /*per_token (q >= 8)*/ 192, /*record*/ 192, /*fused*/ 192, /*append*/ 768};
-inline constexpr int kSharedGateMinQPerToken = 8;
+    /*decode*/ 768, /*per_token (q >= 4)*/ 1, /*record*/ 1, /*fused*/ 1, /*append*/ 768};
+inline constexpr int kSharedGateMinQPerToken = 4;
 inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
-inline constexpr int64_t kSharedGateMinItemsQ16Verify = 12;
-inline constexpr int64_t kSharedGateMinItemsBf16Decode = 1536;
+inline constexpr int64_t kSharedGateMinItemsQ16Verify = 1;
+inline constexpr int64_t kSharedGateMinItemsBf16Decode = 384;
 inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
   const int64_t min = kSharedGateMinItems[int(mode)];
   switch (mode) {
@@ -200,6 +195,20 @@ inline bool auto_shared_gate(int64_t items, StepMode mode, int q, bool state_bf1
       return q >= kSharedGateMinQPerToken && items >= (q == kMaxQ ? kSharedGateMinItemsQ16Verify : min);
     default: return items >= (q == 1 ? kSharedGateMinItemsQ1Verify : q == kMaxQ ? kSharedGateMinItemsQ16Verify : min);
   }
+}
+
+/// Step rows per CTA of the gate mode 1 kernel: 16, 32 or kGateRowsPerCta (64; each divides
+/// the workspace's whole tiles of 64). The step reads the logits after a wait on the whole gate
+/// grid (step_kernel.cuh, the late wait), so at small grids the gate kernel's time after its
+/// own wait is on the step's path, and a CTA's chain is one 16 × 32 product per warp and 16-row
+/// strip of its tile: the fewest rows per CTA that keep the grid within kGateTargetCtas (about
+/// two per SM of an H200; every CTA stages its head's 32 KiB of F_B, so a larger grid reads
+/// more of it than its shorter chains save).
+inline constexpr int64_t kGateTargetCtas = 264;
+inline int gate_tile_rows(int H, int64_t rows) {
+  for (int m : {16, 32})
+    if (int64_t(H) * ((rows + m - 1) / m) <= kGateTargetCtas) return m;
+  return cuda_config::kGateRowsPerCta;
 }
 
 /// The variant of a gate mode 1 step under `auto`: the pick of auto_variant, with Wide

@@ -35,6 +35,7 @@ struct StepParams {
   /// the gate kernel (gate_kernel.cuh) into the PreparedKda's workspace, read by the step kernel.
   float* gate_ws = nullptr;
   int64_t gate_ws_row = 0;
+  int32_t gate_tile_rows = 0;      ///< step rows per gate-kernel CTA (Plan::gate_tile_rows)
   const uint16_t* beta = nullptr;  ///< [rows, H]
   int64_t beta_row = 0;
   uint16_t* out = nullptr;  ///< [rows, D]

@@ -65,6 +65,7 @@ struct Plan {
   int ring_stages = 0;                      ///< WS: stages of the shared-memory ring; Split/Wide: state stages
   int ctas_per_sm = 0;                      ///< Split/Wide: CTAs per SM the kernel's registers are cut for
   int64_t gate_ws_rows = 0;                 ///< gate mode 1: workspace rows the step writes (0: no gate kernel)
+  int gate_tile_rows = 0;                   ///< gate mode 1: step rows per gate-kernel CTA (16, 32 or 64)
   /// The variant copies the per-row inputs with 16-byte bulk copies: where a step's inputs
   /// are not aligned (inputs_aligned), `fallback` runs instead (host decision, graph-safe).
   bool needs_aligned_inputs = false;

@@ -91,6 +91,7 @@ StepParams step_params(const LayerParams& lp, const InputViews& in, const Tensor
   if (plan.gate_mode == GateMode::kShared) {
     p.gate_ws = lp.gate_ws;
     p.gate_ws_row = int64_t(l.H) * kHeadDim;
+    p.gate_tile_rows = plan.gate_tile_rows;
   }
   p.items_per_cta = plan.items_per_cta;
   p.ring_stages = plan.ring_stages;

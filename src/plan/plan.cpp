@@ -35,7 +35,8 @@ struct Context {
   const DeviceInfo& dev;
   int64_t items() const { return int64_t(key.B) * layer.H; }
   cuda_config::StreamSmem stream_smem() const {
-    return {key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4, key.mode == StepMode::kFused};
+    return {key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4,
+            key.mode == StepMode::kFused ? int(layer.records) : 0};
   }
   bool window_fits() const { return layer.window >= layer.W - 2 + key.q; }
   /// The step folds pending records (fused, append): Split/Wide stage them.
@@ -169,7 +170,7 @@ std::string Plan::describe() const {
   if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit)
     os << " stages " << ring_stages;
   if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm;
-  if (gate_ws_rows > 0) os << " gate rows " << gate_ws_rows;
+  if (gate_ws_rows > 0) os << " gate rows " << gate_ws_rows << " per cta " << gate_tile_rows;
   if (fallback) os << " (unaligned inputs: " << variant_name(fallback->variant) << ")";
   return os.str();
 }
@@ -225,6 +226,7 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
            " rows of fp32 gate logits; prepare() sizes it for the keys of the policies (it holds " +
            std::to_string(layer.gate_ws_rows) + "): add this key to the policies and prepare again");
     plan.gate_ws_rows = ws_rows;
+    plan.gate_tile_rows = heuristics::gate_tile_rows(layer.H, int64_t(key.B) * key.q);
   }
   plan.gate_mode = gm;
   const Variant v = forced                    ? policy.variant

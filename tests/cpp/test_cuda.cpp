@@ -22,6 +22,7 @@
 
 #include "kda/numerics.h"
 #include "kda/prepared.h"
+#include "cuda_test_kernels.h"
 
 namespace {
 
@@ -73,6 +74,7 @@ struct Config {
   Variant variant = Variant::kAuto;
   int W = 4;            // conv taps
   int Qr = 0;           // records per row (0: max(q, 4))
+  int pending = -1;     // >= 0: every real request's records row holds this many (fused, append)
   float eps = 1e-5f;    // RMSNorm epsilon
   float tiny = 0.f;     // > 0: post-conv q and k of about this size per element
   int device = 0;       // the GPU the weights and caches live on
@@ -199,6 +201,7 @@ struct World {
       const int s = slots.h<int>()[b * cols];
       if (s > 0 && c.mode == StepMode::kFused && (rng() & 1)) pending.h<int>()[s] = accepted.h<int>()[b];
       if (s > 0 && c.mode == StepMode::kAppend) pending.h<int>()[s] = int(rng() % unsigned(Qr + 1));  // Qr: a full row
+      if (s > 0 && c.pending >= 0 && (c.mode == StepMode::kFused || c.mode == StepMode::kAppend)) pending.h<int>()[s] = c.pending;
     }
     slots.up();
     accepted.up();
@@ -315,6 +318,25 @@ void compare_pool(const char* what, const std::vector<unsigned char>& init, cons
                      << " gpu " << to_f(gpu, first, bf16) << "), worst rel " << worst;
 }
 
+/// out (bf16): within 1 bf16 ulp + 2e-3·max|ref| of the CPU backend's (in w.out.host); pad
+/// rows zero on both.
+void expect_out_close(const World& w, const std::string& name) {
+  auto g = w.out.down();
+  const auto& c = w.out.host;
+  const std::size_t n = std::size_t(w.rows) * w.D;
+  double maxref = 0;
+  for (std::size_t i = 0; i < n; ++i) maxref = std::max(maxref, double(std::fabs(to_f(c, i, true))));
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = to_f(c, i, true), b = to_f(g, i, true);
+    if (!(std::fabs(a - b) <= std::fabs(a) / 128.0 + 2e-3 * maxref)) {
+      if (!bad++) first = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << name << ": out differs at " << bad << " (first " << first << ": cpu " << to_f(c, first, true)
+                     << " gpu " << to_f(g, first, true) << ")";
+}
+
 void run_case(const Config& cfg, uint32_t seed) {
   SCOPED_TRACE(cfg.name() + " seed " + std::to_string(seed));
   World w(cfg, seed);
@@ -352,23 +374,7 @@ void run_case(const Config& cfg, uint32_t seed) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(gk.status().flags, 0u);
   const std::string name = cfg.name();
-  // out: within 1 bf16 ulp + 2e-3·max|ref|; pad rows zero on both
-  {
-    auto g = w.out.down();
-    const auto& c = w.out.host;
-    const std::size_t n = std::size_t(w.rows) * w.D;
-    double maxref = 0;
-    for (std::size_t i = 0; i < n; ++i) maxref = std::max(maxref, double(std::fabs(to_f(c, i, true))));
-    std::size_t bad = 0, first = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double a = to_f(c, i, true), b = to_f(g, i, true);
-      if (!(std::fabs(a - b) <= std::fabs(a) / 128.0 + 2e-3 * maxref)) {
-        if (!bad++) first = i;
-      }
-    }
-    EXPECT_EQ(bad, 0u) << name << ": out differs at " << bad << " (first " << first << ": cpu " << to_f(c, first, true)
-                       << " gpu " << to_f(g, first, true) << ")";
-  }
+  expect_out_close(w, name);
   const std::size_t P = std::size_t(w.P);
   compare_pool("conv window", conv0, w.conv.host, w.conv.down(), cfg.conv_f32 ? false : true, 0, true, name, P);
   // SPEC §8: state and records within 2e-5·max|ref| of the CPU backend. Gate mode 1 sums the
@@ -495,8 +501,8 @@ TEST_F(CudaVsCpu, SharedGateEveryStepKind) {
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] gate mode 1: " << cases << " configurations\n";
-  // auto on a grid large enough for mode 1 (heuristics::auto_shared_gate): record and fused
-  // q = 4 at 768 items (mode 1 from 192), run; decode's threshold is a plan check only
+  // auto with F_B takes mode 1 for record and fused at q = 4 (heuristics::auto_shared_gate):
+  // 768 items, run; decode's threshold is a plan check only
   for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
     Config c;
     c.mode = m;
@@ -507,9 +513,32 @@ TEST_F(CudaVsCpu, SharedGateEveryStepKind) {
     PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
     gk.prepare(w.caches(true));
     EXPECT_EQ(gk.plan_for({c.mode, c.B, c.q}, w.caches(true)).gate_mode, GateMode::kShared) << c.name();
-    EXPECT_EQ(gk.plan_for({c.mode, 1, c.q}, w.caches(true)).gate_mode, GateMode::kPerItem) << "one request, not prepared";
+    // one request, not prepared: the workspace sized for B = 8 holds its rows, and the verify
+    // kinds with q >= 2 take mode 1 at every size (heuristics::auto_shared_gate)
+    EXPECT_EQ(gk.plan_for({c.mode, 1, c.q}, w.caches(true)).gate_mode, GateMode::kShared) << "one request";
     run_case(c, seed++);
   }
+}
+
+/// SPEC §4: a fused step folds whatever is pending, any count up to Qr (append steps leave
+/// 1 … Qr), also more than q and more than the window's W − 2 + accepted taps. The WS ring once
+/// staged room for max(q, window − 2) records and overflowed it (the fuzzer's seed
+/// 20261901:384: q = 2, window 4, Qr = 3, pending 3): every variant, pending = Qr > q.
+TEST_F(CudaVsCpu, FusedFoldsUpToQrPendingRecords) {
+  uint32_t seed = 9700;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
+    for (int q : {1, 2}) {
+      Config c;
+      c.mode = StepMode::kFused;
+      c.variant = v;
+      c.H = 4;
+      c.B = 6;
+      c.q = q;
+      c.Qr = 7;
+      c.pending = 7;
+      c.gate2 = q == 2;
+      run_case(c, seed++);
+    }
 }
 
 /// bf16 state, q = 1, gate modes 1 and 2 on a grid that fills the GPU more than three times: the
@@ -927,6 +956,67 @@ TEST_F(CudaVsCpu, GraphCaptureAndReplay) {
     cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
   }
+}
+
+/// Gate mode 1 runs two kernels, and the step is released by the gate kernel's trigger, which
+/// comes after that kernel's own wait on the previous grid: the step then reads everything but
+/// the logits before its wait (step_kernel.cuh, "the late wait"). Here the previous grid is a
+/// slow producer that releases its dependents at once and writes the step's inputs 40 µs later;
+/// n steps chained on one stream (each reads the state, window and pending its predecessor
+/// wrote) must match the CPU backend's n steps. A trigger before the gate kernel's wait makes
+/// the steps read the producer's old inputs.
+TEST_F(CudaVsCpu, SharedGateStepsAfterASlowProducer) {
+  constexpr int n = 5;
+  uint32_t seed = 9500;
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kFused})
+    for (Variant v : {Variant::kSplit, Variant::kWide}) {
+      Config c;
+      c.gate1 = true;
+      c.mode = m;
+      c.variant = v;
+      c.H = 12;
+      c.q = m == StepMode::kFused ? 4 : 1;
+      c.B = m == StepMode::kFused ? 9 : 33;
+      c.ds = v == Variant::kWide;
+      SCOPED_TRACE(c.name());
+      World w(c, seed);
+      const auto conv0 = w.conv.host, state0 = w.state.host, corr0 = w.corr.host, kg0 = w.kg.host;
+      // n projections, staged on the device one after another
+      const std::size_t bytes = w.proj.host.size();
+      Mirror staged(bytes * n);
+      std::mt19937 rng(seed++);
+      std::normal_distribution<float> n01(0.f, 1.f);
+      for (std::size_t i = 0; i < bytes * n / 2; ++i) staged.h<uint16_t>()[i] = bf(n01(rng));
+      staged.up();
+      PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+      gk.prepare(w.caches(true));
+      ASSERT_EQ(gk.plan_for({c.mode, c.B, c.q}, w.caches(true)).gate_mode, GateMode::kShared);
+      cudaStream_t s;
+      CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      StepArgs a = w.args(true);
+      a.stream = s;
+      for (int k = 0; k < n; ++k) {
+        CUDA_OK(test::launch_slow_copy(w.proj.dev, static_cast<unsigned char*>(staged.dev) + k * bytes, bytes, 40000, s));
+        gk.run(w.projected(true), w.outv(true), w.caches(true), a);
+      }
+      CUDA_OK(cudaStreamSynchronize(s));
+      cudaStreamDestroy(s);
+      EXPECT_EQ(gk.status().flags, 0u);
+      PreparedKda ck(w.weights(false), w.policies(false), c.ds, 0);
+      for (int k = 0; k < n; ++k) {
+        std::memcpy(w.proj.host.data(), staged.host.data() + k * bytes, bytes);
+        ck.run(w.projected(false), w.outv(false), w.caches(false), w.args(false));
+      }
+      EXPECT_EQ(ck.status().flags, 0u);
+      const std::string name = c.name() + " after " + std::to_string(n) + " steps";
+      expect_out_close(w, name);
+      const std::size_t P = std::size_t(w.P);
+      compare_pool("conv window", conv0, w.conv.host, w.conv.down(), false, 0, true, name, P);
+      compare_pool("state", state0, w.state.host, w.state.down(), false, 4e-5 * n, false, name, P * c.H);
+      compare_pool("correction", corr0, w.corr.host, w.corr.down(), false, 4e-5 * n, false, name, P * c.H);
+      compare_pool("key_gate", kg0, w.kg.host, w.kg.down(), false, 4e-5 * n, false, name, P * c.H);
+      EXPECT_EQ(w.pending.host, w.pending.down()) << name << ": pending";
+    }
 }
 
 /// Caller errors in the data: flagged with the lowest request index, nothing written.

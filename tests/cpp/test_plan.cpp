@@ -269,24 +269,21 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
   for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
    for (int q : {1, 4, 8, 16}) {
     if ((m == StepMode::kDecode || m == StepMode::kAppend) && q != 1) continue;
-    // per_token below q = 8: WS's mode 0 at every size (docs/data/ladder_s17/run3)
-    if (m == StepMode::kPerToken && q < 8) {
+    // per_token below q = 4: WS's mode 0 at every size (docs/data/ladder_s17/run3)
+    if (m == StepMode::kPerToken && q < 4) {
       EXPECT_FALSE(kda::heuristics::auto_shared_gate(int64_t(1) << 20, m, q)) << "per_token q = " << q;
       continue;
-    }
-    // the measured thresholds: per_token q = 8 and record / fused q = 2…8 from 192 items
-    if (q == 8) {
-      EXPECT_FALSE(kda::heuristics::auto_shared_gate(191, m, q)) << kda::mode_name(m);
-      EXPECT_TRUE(kda::heuristics::auto_shared_gate(192, m, q)) << kda::mode_name(m);
     }
     const int H = 96;
     int B = 1;
     while (!kda::heuristics::auto_shared_gate(int64_t(H) * B, m, q)) ++B;  // the first B past the threshold
-    // the gate kernel's fixed cost is paid back at one request only by the 16-token verify kinds
-    if (q == kda::kMaxQ)
+    // with the late wait the gate kernel pays back at one request for the verify kinds with
+    // q >= 2 (docs/data/ladder_s19/run3); decode, append and q = 1 verify need more items
+    if (q >= 4)
       ASSERT_EQ(B, 1) << kda::mode_name(m);
     else
       ASSERT_GT(B, 1) << kda::mode_name(m) << ": mode 1 at one request";
+    if (q == 4) EXPECT_TRUE(kda::heuristics::auto_shared_gate(1, m, q)) << kda::mode_name(m) << ": one item";
     LayerShape l = shape(H);
     l.stream_ok = true;
     l.window = 2 + q;
@@ -377,7 +374,7 @@ TEST(Plan, WsPlansARingThatFits) {
           l.conv_bytes = 2;
           l.state_bf16 = bf16;
           const StepKey key{m, int(B), q};
-          const kda::cuda_config::WsSmem ws{{q, l.window, 2, bf16 ? 2 : 4, m == StepMode::kFused}};
+          const kda::cuda_config::WsSmem ws{{q, l.window, 2, bf16 ? 2 : 4, m == StepMode::kFused ? int(l.records) : 0}};
           const int stages = ws.stages_for(d.smem_optin - 1024);
           if (stages < 2) {
             EXPECT_THAT(invalid_message([&] { kda::plan_step(key, pol(Variant::kWS), l, d); }), HasSubstr("'ws'")) << key.describe();
@@ -424,10 +421,11 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
     for (int window = q + 2; window <= q + 5; ++window)
       for (int cb : {2, 4})
         for (int sb : {2, 4})
-          for (int fused : {0, 1}) {
-            const StreamSmem o{q, window, cb, sb, fused};
+          for (int records : {0, q, q + 3, kda::kMaxQ}) {  // fused: the row's Qr (≥ q); else 0
+            const bool fused = records > 0;
+            const StreamSmem o{q, window, cb, sb, records};
             const std::string what = "q " + std::to_string(q) + " window " + std::to_string(window) + " conv " +
-                                     std::to_string(cb) + " state " + std::to_string(sb) + " fused " + std::to_string(fused);
+                                     std::to_string(cb) + " state " + std::to_string(sb) + " records " + std::to_string(records);
             // operand stage: window | x | f_a | out gate | per-token slots | records
             EXPECT_LE(3 * K * window * cb, o.x_off()) << what;
             EXPECT_LE(o.x_off() + int64_t(q) * 3 * K * 2, o.fa_off()) << what;
@@ -435,7 +433,7 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
             EXPECT_LE(o.og_off() + int64_t(q) * K * 2, o.slots_off()) << what;
             EXPECT_LE(o.slots_off() + kda::kMaxQ * 4, o.rec_off()) << what;
             if (fused) EXPECT_LE(o.rec_off() + o.rec_cap() * 3 * K * 4, o.stage_size()) << what;
-            EXPECT_GE(o.rec_cap(), std::max<int64_t>(q, window - 2)) << what;  // pending <= window - W + 2
+            EXPECT_EQ(o.rec_cap(), records) << what;  // pending <= Qr (SPEC §4)
             for (int64_t off : {o.win_off(), o.x_off(), o.fa_off(), o.og_off(), o.slots_off(), o.rec_off()})
               EXPECT_EQ(off % 16, 0) << what;
             // WS ring stage: state | operands | plan | beta[16]
@@ -448,6 +446,30 @@ TEST(Plan, WsAndStreamStageRegionsAreDisjointAndAligned) {
             EXPECT_EQ(w.stage_size() % 128, 0) << what;
             for (int64_t off : {w.ops_off(), w.plan_off(), w.beta_off()}) EXPECT_EQ(off % 16, 0) << what;
           }
+}
+
+TEST(Plan, WsFusedStagesHoldEveryPendingRecord) {
+  // SPEC §4: pending may be any count up to Qr, beyond q and the window's taps; a WS ring stage
+  // must hold Qr records (it once held max(q, window − 2): the fuzzer's seed 20261901:384).
+  const DeviceInfo d = gpu();
+  for (int q : {1, 2, 4})
+    for (int qr : {q, q + 2, 8, 16}) {
+      LayerShape l = shape(4);
+      l.stream_ok = true;
+      l.window = 2 + q;
+      l.conv_bytes = 2;
+      l.records = qr;
+      const StepKey key{StepMode::kFused, 8, q};
+      const kda::cuda_config::WsSmem ws{{q, l.window, 2, 4, qr}};
+      EXPECT_EQ(ws.ops.rec_cap(), qr);
+      const int stages = ws.stages_for(d.smem_optin - 1024);
+      if (stages < 2) continue;
+      const Plan p = kda::plan_step(key, pol(Variant::kWS), l, d);
+      EXPECT_EQ(p.ring_stages, stages) << key.describe() << " Qr " << qr;
+      EXPECT_EQ(p.smem, ws.bytes(stages)) << key.describe() << " Qr " << qr;
+      const kda::cuda_config::WsSmem small{{q, l.window, 2, 4, std::max(q, l.window - 2)}};
+      if (qr > std::max(q, l.window - 2)) EXPECT_GT(ws.stage_size(), small.stage_size()) << key.describe();
+    }
 }
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {

@@ -89,18 +89,18 @@ def test_bf16_decode_rule_within_5_percent_everywhere():
     assert max(r for *_, r, _ in pe.score(old, pts)) > 1.15
 
 
-# the same-binary comparisons of gate mode 0 against mode 1: session 13 (g1 in run 3, g2 in runs
-# 4 and 5, docs/data/ladder_s13/README.md) and session 14 (the final binary: run 4, decode grid
-# and bf16 state; run 7, one to 32 requests), session 15 (run 5, the final binary with small
-# grids spread over the SMs), session 16 (run 7: record, fused and per_token at q = 2…16 on
-# the token-group kernel, H = 12 and 96, one to 64 requests; its q >= 2 pairs are stale since
-# session 17) and session 17 (run 3: the three kinds at q = 2 / 4 / 8, H = 12 and 96, one to 256
-# requests, on the kernel in this tree)
+# the same-binary comparisons of gate mode 0 against mode 1 on the gate mode 1 of this tree
+# (session 19: the late wait and the gate kernel's row tiles): run 2, the decode grid (H = 12 …
+# 96, B = 1 … 256); run 3, decode at B = 2 / 4 / 16, bf16 decode, append, record / fused at
+# q = 2 / 4 / 8 and per_token at q = 4 / 8 (H = 12 and 96, one to 64 requests). The earlier
+# sessions' pairs (ladder_s13 … ladder_s17) measured an earlier mode 1 and are left out by
+# policy_eval.current_gate_points; their folders stay listed so the scorer is run on them too.
 GATE_RUNS = [os.path.join(ROOT, "docs", "data", "ladder_s13", r) for r in ("run3", "run4", "run5")] + [
     os.path.join(ROOT, "docs", "data", "ladder_s14", r) for r in ("run4", "run7")] + [
     os.path.join(ROOT, "docs", "data", "ladder_s15", "run5"),
     os.path.join(ROOT, "docs", "data", "ladder_s16", "run7"),
-    os.path.join(ROOT, "docs", "data", "ladder_s17", "run3")]
+    os.path.join(ROOT, "docs", "data", "ladder_s17", "run3")] + [
+    os.path.join(ROOT, "docs", "data", "ladder_s19", r) for r in ("run2", "run3")]
 
 
 def _gate_points(pe):
@@ -117,7 +117,7 @@ def _gate_points(pe):
 def test_gate_rule_parses():
     rule = _policy_eval().gate_rule_from_header()
     assert set(rule) == set(_policy_eval().GATE_MODES) | {"q1_verify", "q16_verify", "decode_bf16", "per_token_min_q"}
-    assert all(n > 1 for n in rule.values()), rule
+    assert all(n >= 1 for n in rule.values()), rule
 
 
 def test_gate_rule_within_5_percent_at_95_percent_of_points_and_10_everywhere():
@@ -134,8 +134,12 @@ def test_gate_rule_within_5_percent_at_95_percent_of_points_and_10_everywhere():
 
 
 def test_gate_scorer_catches_a_bad_rule():
-    # mode 1 everywhere loses 1.4-1.5x at one request (the gate kernel's fixed cost): must fail
+    # mode 1 everywhere loses 1.10-1.16x at one to four requests of decode (the gate kernel's
+    # latency, which a grid of under a few hundred items does not hide), and mode 0 for the
+    # verify kinds loses up to 1.66x: both must fail
     pe = _policy_eval()
+    pts = _gate_points(pe)
     always = {k: 1 for k in pe.gate_rule_from_header()}
-    worst = max(r for *_, r in pe.score_gate(always, _gate_points(pe)))
-    assert worst > 1.4
+    assert max(r for *_, r in pe.score_gate(always, pts)) > 1.10
+    never = dict(pe.gate_rule_from_header(), per_token=1 << 40, record=1 << 40, fused=1 << 40, q16_verify=1 << 40)
+    assert max(r for *_, r in pe.score_gate(never, pts)) > 1.5

@@ -24,13 +24,16 @@ inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 /// share one reduction (step_kernel.cuh, NOTES: token groups).
 inline constexpr int kTokenGroup = 4;
 
-/// Gate mode 1 kernel (gate_kernel.cuh): a tile of kGateRowsPerCta rows (requests × tokens)
-/// against one head's 128 gate rows per CTA, one 16-row strip per warp; both operands staged
-/// with rows padded to kGateLd elements (16-byte pieces, no shared-memory bank conflicts).
+/// Gate mode 1 kernel (gate_kernel.cuh): a tile of 16, 32 or up to kGateRowsPerCta rows
+/// (requests × tokens; heuristics::gate_tile_rows) against one head's 128 gate rows per CTA,
+/// each warp on 32 of the head's gate rows for every 16-row strip of the tile; both operands
+/// staged with rows padded to kGateLd elements (16-byte pieces, no shared-memory bank conflicts).
 inline constexpr int kGateThreads = 128;
 inline constexpr int kGateRowsPerCta = 64;
 inline constexpr int kGateLd = kRank + 8;
-inline constexpr int64_t gate_smem() { return int64_t(kHeadDim + kGateRowsPerCta) * kGateLd * 2; }
+inline constexpr int64_t gate_smem(int tile_rows = kGateRowsPerCta) {
+  return int64_t(kHeadDim + tile_rows) * kGateLd * 2;
+}
 /// Rows of the fp32 gate workspace for `rows` step rows: whole tiles.
 inline constexpr int64_t gate_ws_rows(int64_t rows) {
   return (rows + kGateRowsPerCta - 1) / kGateRowsPerCta * kGateRowsPerCta;
@@ -101,7 +104,8 @@ struct StepSmem {
 inline constexpr int kStreamThreads = 256;
 inline constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 struct StreamSmem {
-  int q, window, conv_bytes, state_bytes, fused;
+  int q, window, conv_bytes, state_bytes;
+  int records;  ///< records a stage holds: fused, the row's Qr (pending may be any count ≤ Qr); else 0
   constexpr int64_t state_size() const { return int64_t(kHeadDim) * kHeadDim * state_bytes; }
   constexpr int64_t win_off() const { return 0; }
   constexpr int64_t x_off() const { return round16(int64_t(3) * kHeadDim * window * conv_bytes); }
@@ -109,10 +113,10 @@ struct StreamSmem {
   constexpr int64_t og_off() const { return fa_off() + int64_t(q) * kHeadDim * 2; }
   constexpr int64_t slots_off() const { return og_off() + int64_t(q) * kHeadDim * 2; }
   constexpr int64_t rec_off() const { return slots_off() + kMaxQ * 4; }
-  /// fused: records staged per item. pending = accepted <= window - W + 2 (W = 4 on CUDA) may
-  /// exceed q (a q = 1 step after a q = 4 verify): room for max(q, window - 2) records.
-  constexpr int64_t rec_cap() const { return window - 2 > q ? int64_t(window - 2) : int64_t(q); }
-  constexpr int64_t stage_size() const { return rec_off() + (fused ? rec_cap() * 3 * kHeadDim * 4 : 0); }
+  /// fused: records staged per item. pending is any count up to Qr (SPEC §4: `accepted` after a
+  /// verify, 1 … Qr after append steps), so it may exceed both q and window − 2.
+  constexpr int64_t rec_cap() const { return records; }
+  constexpr int64_t stage_size() const { return rec_off() + rec_cap() * 3 * kHeadDim * 4; }
   constexpr int64_t stage(int s) const { return state_size() + s * stage_size(); }
   constexpr int64_t scratch() const { return stage(2); }
   constexpr int64_t scratch_floats() const { return int64_t(5) * q * kHeadDim + kMaxQ + 2 * kMaxQ + kMaxQ; }

@@ -10,16 +10,19 @@
 // the summation order differs from mode 0 (the CPU backend's tolerance covers it, SPEC §8).
 // The step kernel then reads 512 bytes of fp32 logits per token and item.
 //
-// Shape: grid (H, ⌈rows / kGateRowsPerCta⌉), kGateThreads threads; warp w computes the 16 rows
-// [16w, 16w + 16) of the CTA's tile against the head's 128 gate rows (8 accumulator
-// fragments of 16 × 16), K = 128 in 8 steps of 16. Both operands are staged in shared memory
-// (any alignment of f_a within the packed row), padded rows to keep ldmatrix conflict-free.
-// The workspace has ⌈rows / kGateRowsPerCta⌉ · kGateRowsPerCta rows, so a strip's stores need
-// no bounds; a strip of padding rows only is skipped, the padding rows of a partial strip get
-// zeros and are never read.
+// Shape: grid (H, ⌈rows / M⌉) with M = p.gate_tile_rows ∈ {16, 32, 64} step rows per CTA
+// (heuristics::gate_tile_rows), kGateThreads threads; warp w computes the head's 32 gate rows
+// [32w, 32w + 32) (two accumulator fragments of 16 × 16) for every 16-row strip of the tile that
+// holds a step row, K = 128 in 8 steps of 16. F_B[h] is staged in shared memory and the warp's
+// B-operand fragments taken into registers before the wait; f_a after it (any alignment of f_a
+// within the packed row), padded rows to keep ldmatrix conflict-free. The strips past the last
+// step row are skipped; the padding rows of a partial strip get zeros and are never read (the
+// workspace has whole tiles of 64 rows, so a strip's stores need no bounds).
 //
 // Programmatic dependent launch: F_B (a weight) is staged before the wait, f_a after it; the
-// step kernel that follows waits for this grid before reading the logits.
+// launch of the step kernel that follows is triggered after the wait (not before), so the step
+// starts only once the engine's previous grid has completed, and waits for this grid only
+// before it reads the logits (step_kernel.cuh, "the late wait").
 #pragma once
 
 #include <cuda_bf16.h>
@@ -33,13 +36,13 @@ namespace kda::cuda {
 
 __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(const __grid_constant__ StepParams p) {
   namespace wmma = nvcuda::wmma;
-  constexpr int K = kHeadDim, R = kRank, LD = cuda_config::kGateLd, M = cuda_config::kGateRowsPerCta;
-  constexpr int NT = cuda_config::kGateThreads;
-  static_assert(M == 16 * (NT / 32), "one 16-row strip per warp");
+  constexpr int K = kHeadDim, R = kRank, LD = cuda_config::kGateLd;
+  constexpr int NT = cuda_config::kGateThreads, NW = NT / 32, NC = K / NW;  // NC gate rows per warp
+  static_assert(NC == 32, "two 16-column fragments per warp");
   extern __shared__ __align__(128) unsigned char smem[];
   __nv_bfloat16* s_fb = reinterpret_cast<__nv_bfloat16*>(smem);  // [128 gate rows][LD]
   __nv_bfloat16* s_fa = s_fb + K * LD;                           // [M rows][LD]
-  const int tid = threadIdx.x, warp = tid >> 5, h = blockIdx.x;
+  const int tid = threadIdx.x, warp = tid >> 5, h = blockIdx.x, M = p.gate_tile_rows;
   const int64_t row0 = int64_t(blockIdx.y) * M, rows = int64_t(p.B) * p.q;
 
   // F_B[h]: 128 rows of R bf16, 16-byte pieces where the rows allow it
@@ -54,8 +57,18 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
     for (int i = tid; i < K * R; i += NT)
       reinterpret_cast<uint16_t*>(s_fb)[(i / R) * LD + i % R] = fb[(i / R) * p.f_b_row + i % R];
   }
-  cudaTriggerProgrammaticLaunchCompletion();
+  __syncthreads();
+  // B = F_Bᵀ for the warp's 32 gate rows: element (k, n) at s_fb[n·LD + k], column-major, ld = LD
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bm[R / 16][2];
+#pragma unroll
+  for (int k = 0; k < R / 16; ++k)
+#pragma unroll
+    for (int n = 0; n < 2; ++n) wmma::load_matrix_sync(bm[k][n], s_fb + (warp * NC + n * 16) * LD + k * 16, LD);
+  // NOTES: the step kernel is released only once every CTA of this grid has passed its wait,
+  // i.e. once the engine's previous grid has completed: the step may then read everything but
+  // the logits before its own wait (on this grid), and streams its state while this GEMM runs.
   cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
 
   // f_a of the tile's rows (zeros past the last row)
   const bool fa16 = ((reinterpret_cast<uintptr_t>(p.gate_in) | uintptr_t(p.gate_in_row) * 2) & 15) == 0;
@@ -73,27 +86,22 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
     }
   }
   __syncthreads();
-  if (row0 + warp * 16 >= rows) return;  // a strip of padding rows only: nothing to write
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[K / 16];
+  for (int s = 0; s < M / 16 && row0 + 16 * s < rows; ++s) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
+    wmma::fill_fragment(acc[0], 0.f);
+    wmma::fill_fragment(acc[1], 0.f);
 #pragma unroll
-  for (int n = 0; n < K / 16; ++n) wmma::fill_fragment(acc[n], 0.f);
-#pragma unroll
-  for (int k = 0; k < R; k += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-    wmma::load_matrix_sync(a, s_fa + warp * 16 * LD + k, LD);
-#pragma unroll
-    for (int n = 0; n < K / 16; ++n) {
-      // B = F_Bᵀ: element (k, n) at s_fb[n·LD + k], i.e. column-major with ld = LD
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bm;
-      wmma::load_matrix_sync(bm, s_fb + n * 16 * LD + k, LD);
-      wmma::mma_sync(acc[n], a, bm, acc[n]);
+    for (int k = 0; k < R / 16; ++k) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+      wmma::load_matrix_sync(a, s_fa + s * 16 * LD + k * 16, LD);
+      wmma::mma_sync(acc[0], a, bm[k][0], acc[0]);
+      wmma::mma_sync(acc[1], a, bm[k][1], acc[1]);
     }
+    float* dst = p.gate_ws + (row0 + 16 * s) * p.gate_ws_row + int64_t(h) * K + warp * NC;
+    wmma::store_matrix_sync(dst, acc[0], unsigned(p.gate_ws_row), wmma::mem_row_major);
+    wmma::store_matrix_sync(dst + 16, acc[1], unsigned(p.gate_ws_row), wmma::mem_row_major);
   }
-  float* dst = p.gate_ws + (row0 + warp * 16) * p.gate_ws_row + int64_t(h) * K;
-#pragma unroll
-  for (int n = 0; n < K / 16; ++n)
-    wmma::store_matrix_sync(dst + n * 16, acc[n], unsigned(p.gate_ws_row), wmma::mem_row_major);
 }
 
 }  // namespace kda::cuda

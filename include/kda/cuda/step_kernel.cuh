@@ -34,7 +34,10 @@
 // arrive/wait after the Σo² exchange.
 //
 // Programmatic dependent launch: before cudaGridDependencySynchronize() only weights are
-// touched (the mbarrier init, an L2 prefetch of the CTA's F_B rows, the conv taps).
+// touched (the mbarrier init, the thread's F_B slice or its L2 prefetch) — except in gate
+// mode 1, where the previous grid is this step's own gate kernel, which releases the step only
+// after its own wait on the engine's previous grid: there the whole item up to the logits
+// (request, state copies, window, inputs) runs before the wait (NOTES: the late wait).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -203,7 +206,13 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   }
   __syncthreads();  // barrier init visible before any wait on it
   cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
+  // NOTES: the late wait. In gate mode 1 this grid is launched by the gate kernel's trigger,
+  // which comes after that kernel's own wait: the engine's previous grid has completed and its
+  // writes are visible, so only the logits (this launch's gate kernel's output) need the wait,
+  // placed right before they are loaded. The item's request, state copies and first wave then
+  // overlap the gate GEMM instead of following it. (Forms without a late logit load wait here.)
+  const bool late_wait = gate_from_ws && (T::kQ == 1 || T::kEarlyTokenInputs);
+  if (!late_wait) cudaGridDependencySynchronize();
   if constexpr (SPLIT > 1) ptx::barrier_cluster_arrive(ptx::sem_relaxed);
 
   // ---- the request: every thread resolves it (the same loads, broadcast), so the window
@@ -300,9 +309,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       uint32_t ra[3] = {0, 0, 0};
       if (v_here) a.raw3(off, ra);
       const uint16_t xv = v_here ? p.qkv[row_base * p.qkv_row + cv] : uint16_t(0);
-      if (gate_from_ws)
+      if (gate_from_ws) {
+        cudaGridDependencySynchronize();  // the late wait: the gate kernel's logits
         z1 = p.gate_ws[row_base * p.gate_ws_row + h * K + grow];
-      else if (!gate_from_fb)
+      } else if (!gate_from_fb)
         z1 = ld_bf16(p.gate_in + row_base * p.gate_in_row + h * K + grow);
 #pragma unroll
       for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = 0.f;
@@ -313,10 +323,6 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       // q at run time without the F_B path: the window now (with the F_B path after the gate,
       // whose registers leave no room for it)
       load_window();
-      // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
-      for (int i = tid; i < q * K; i += NT)
-        s_g[i] = gate_from_ws ? p.gate_ws[(row_base + i / K) * p.gate_ws_row + h * K + i % K]
-                              : ld_bf16(p.gate_in + (row_base + i / K) * p.gate_in_row + h * K + i % K);
       // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
       for (int t = 1; t < q; ++t) {
         const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
@@ -327,6 +333,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
           s_yv[t * RC + vj] = ld_bf16(xr + cv);
         }
       }
+      // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
+      if (gate_from_ws) cudaGridDependencySynchronize();  // the late wait: the gate kernel's logits
+      for (int i = tid; i < q * K; i += NT)
+        s_g[i] = gate_from_ws ? p.gate_ws[(row_base + i / K) * p.gate_ws_row + h * K + i % K]
+                              : ld_bf16(p.gate_in + (row_base + i / K) * p.gate_in_row + h * K + i % K);
     }
     if (gate_from_fb)
       for (int i = tid; i < q * kRank; i += NT)

@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(cons
   __shared__ uint64_t full[cuda_config::kWsMaxStages], empty[cuda_config::kWsMaxStages];
   char* smem = reinterpret_cast<char*>(smem4);
   const cuda_config::WsSmem L{
-      {p.q, p.window, p.conv_f32 ? 4 : 2, int(sizeof(StateT)), p.mode == int(StepMode::kFused)}};
+      {p.q, p.window, p.conv_f32 ? 4 : 2, int(sizeof(StateT)), p.mode == int(StepMode::kFused) ? p.Qr : 0}};
   const int NS = p.ring_stages;
   auto stage = [&](int s) { return smem + int64_t(s) * L.stage_size(); };
 

@@ -5,12 +5,14 @@
 
 namespace kda::cuda {
 
-/// Grid (H, row tiles); with programmatic dependent launch like the step kernels: it reads
-/// only F_B before its wait, and the step kernel after it waits for it before reading z.
+/// Grid (H, tiles of p.gate_tile_rows step rows); with programmatic dependent launch: it reads
+/// only F_B before its wait, and releases the step kernel after that wait (gate_kernel.cuh).
 cudaError_t launch_gate_kernel(const StepParams& p, cudaStream_t stream) {
-  const int64_t tiles = cuda_config::gate_ws_rows(int64_t(p.B) * p.q) / cuda_config::kGateRowsPerCta;
+  const int m = p.gate_tile_rows;
+  if (m != 16 && m != 32 && m != cuda_config::kGateRowsPerCta) return cudaErrorInvalidValue;
+  const int64_t tiles = (int64_t(p.B) * p.q + m - 1) / m;
   return launch_pdl(kda_gate_kernel, p, dim3(unsigned(p.H), unsigned(tiles)), cuda_config::kGateThreads,
-                    cuda_config::gate_smem(), stream);
+                    cuda_config::gate_smem(m), stream);
 }
 
 cudaError_t set_gate_kernel_attributes() {
