@@ -20,6 +20,13 @@
 //   empty  one step's fixed cost: the PDL hand-over, the slot load, one store per CTA
 //   move/S the state only, an item's rows over S ∈ {1, 2, 4, 8} CTAs, every chunk in flight
 //          at once: with `empty`, the floor of any step structure at small batch
+//   flat   the state only, with no per-item structure: eight CTAs per SM walk every item's tile
+//          in order with 16-byte loads and stores (four in flight per thread). No structure of
+//          the step moves its state faster, so a target below `flat` is out of reach
+//
+// `--floors` times only the data-movement rungs (move, empty, move/S, flat) after the checks:
+// the ladder over the decode grid that says which decode targets any structure can reach,
+// e.g. LADDER="rows_prepared 48 8 --floors; rows_prepared 96 8 --floors; …".
 //
 // Timing follows BENCHMARKS.md: one CUDA graph of N steps on disjoint slots (pool ≫ 5× L2),
 // 15 replays, median / N; the floor counts what the row kernel moves (state read + write,
@@ -384,6 +391,40 @@ __global__ void __launch_bounds__(kThreads) move_split_kernel(const __grid_const
   }
 }
 
+/// `flat` (see the top): the state bytes of `move` without the per-item structure.
+struct FlatArgs {
+  float* state;
+  const int32_t* slots;  // [B] of this step
+  int H, items;
+};
+__global__ void __launch_bounds__(kThreads) flat_kernel(const __grid_constant__ FlatArgs a) {
+  constexpr int kU = 4;                // 16-byte pieces in flight per thread
+  constexpr int64_t kPer = kTile / 4;  // float4 per item
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  const int64_t total = int64_t(a.items) * kPer, stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i0 < total; i0 += kU * stride) {
+    float4* t[kU];
+    float4 v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t i = i0 + u * stride;
+      t[u] = nullptr;
+      if (i < total) {
+        const int it = int(i / kPer);
+        t[u] = reinterpret_cast<float4*>(a.state + (int64_t(a.slots[it / a.H]) * a.H + it % a.H) * kTile) + i % kPer;
+        v[u] = *t[u];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (t[u]) {
+        v[u].x *= 0.999f, v[u].y *= 0.999f, v[u].z *= 0.999f, v[u].w *= 0.999f;
+        *t[u] = v[u];
+      }
+  }
+}
+
 // ---- CPU reference of `rows` for one item (fp32, the kernel's operation order per row) ----
 void ref_item(const float* S0, const float* p, const float og_in, const float* nw, float* S, float* out) {
   const float *k = p, *q = p + K, *e = p + 2 * K, *v = p + 3 * K;
@@ -430,9 +471,14 @@ int main(int argc, char** argv) {
   // positional H B; a trailing "--csv FILE" (scripts/gpu_run.sh ladder stage) is skipped: the
   // table goes to stdout, which the stage keeps as ladder_<name>_<i>.txt
   std::vector<int> pos;
+  bool floors = false;  // --floors: the data-movement rungs only
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--csv") {
       ++i;
+      continue;
+    }
+    if (std::string(argv[i]) == "--floors") {
+      floors = true;
       continue;
     }
     pos.push_back(std::atoi(argv[i]));
@@ -661,7 +707,7 @@ int main(int argc, char** argv) {
   const double prep_bytes = double(items) * (2.0 * 3 * K * 3 * 2 + 3 * K * 2 + 2 + kPrepBytes) + double(B) * K * 2 +
                             double(H) * ((B + kRB - 1) / kRB) * K * K * 2;
   const char* names[] = {"move", "rows", "prep", "split"};
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < (floors ? 1 : 4); ++r) {
     const bool math = r == 1 || r == 3, with_prep = r >= 2, with_rows = r != 2;
     const double bytes = r == 0   ? double(items) * 2.0 * kTile * 4
                          : r == 1 ? row_bytes
@@ -674,7 +720,7 @@ int main(int argc, char** argv) {
     });
   }
   // ---- rows/q4: the record step's row loop alone (timing only) --------------------------------
-  {
+  if (!floors) {
     constexpr int Q = 4;
     const int smem = (Q * kPrepBytes + 127) / 128 * 128 + kStages * kStageBytes;
     CK(cudaFuncSetAttribute(rows_q_kernel<Q>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -715,6 +761,11 @@ int main(int argc, char** argv) {
       rung(fnames[f], f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4,
            [&](int i) { launch_pdl(fns[f], dim3(unsigned(items * S)), size_t(smem), st, args(i)); });
     }
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    rung("flat", double(items) * 2.0 * kTile * 4, [&](int i) {
+      launch_pdl(flat_kernel, dim3(unsigned(sms * 8)), 0, st, FlatArgs{state, slots + size_t(i) * B, H, items});
+    });
   }
   if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);
   return failed ? 1 : 0;

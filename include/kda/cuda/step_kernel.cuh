@@ -248,6 +248,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     for (int i = tid; i < q * RC; i += NT) p.out[(row_base + i / RC) * p.out_row + h * K + rank * RC + i % RC] = 0;
     if (r.kind == RequestKind::kError && h == 0 && rank == 0 && tid == 0)
       raise_error(p.error_flags, p.error_index, r.flags, b);
+    // (the late wait here too: every CTA waits for the gate grid, so this grid never completes
+    // before it, even when every request is a pad)
+    if (late_wait) cudaGridDependencySynchronize();
     if constexpr (SPLIT > 1) ptx::barrier_cluster_wait();  // every rank takes this branch
     return;
   }
