@@ -139,6 +139,9 @@ struct StreamSmem {
 inline constexpr int kWsConsumers = KDA_WS_CONSUMERS;
 static_assert(kWsConsumers == 256 || kWsConsumers == 512, "WS consumers: 8 or 16 warps");
 inline constexpr int kWsThreads = kWsConsumers + 32;  // + the producer warp
+/// The consumers' named barrier (bar.sync id; 0 is __syncthreads'): the item body synchronises
+/// the kWsConsumers compute threads on it, without the producer warp.
+inline constexpr int kWsConsumerBarrier = 1;
 inline constexpr int kWsMaxStages = 4;
 struct WsSmem {
   StreamSmem ops;  ///< operand offsets within a stage (after the state)

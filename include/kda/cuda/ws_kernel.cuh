@@ -56,7 +56,7 @@ template <class StateT>
 __global__ void __launch_bounds__(cuda_config::kWsThreads, 1) kda_ws_kernel(const __grid_constant__ StepParams p) {
   namespace ptx = ::cuda::ptx;
   constexpr int NC = cuda_config::kWsConsumers, K = kHeadDim;
-  using KS = StreamKernel<StateT, NC, /*named barrier*/ 1>;
+  using KS = StreamKernel<StateT, NC, cuda_config::kWsConsumerBarrier>;
 
   // ---- shared memory: the ring, then the consumers' scratch ---------------------------------
   extern __shared__ float4 smem4[];
