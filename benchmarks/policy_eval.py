@@ -14,6 +14,11 @@ points where the pick is within 5% of the best and the worst ratio (the issue's 
 within 5% at >= 95% of the points, within 15% everywhere). A point whose pick was not
 measured is listed as such and not scored.
 
+    python3 benchmarks/policy_eval.py --auto-gate docs/data/ladder_s20/run5/ladder_s20_1[1-4].csv
+
+scores the variants measured under the planner's gate rule (`--gate auto`): a forced variant
+against the `auto` rows, which count as the variant the plan ran.
+
     python3 benchmarks/policy_eval.py --gate docs/data/ladder_s13/run3/*.csv ...
 
 scores the gate rule instead (auto_shared_gate: mode 1 or mode 0 under `gate auto`) against
@@ -68,23 +73,24 @@ def pick(rules, mode, items, q=1):
     return v
 
 
-def load_points(paths):
+def load_points(paths, gate="0"):
     """{(mode, q, H, B): {variant: us}} over the CSVs: rows that ran the requested variant
-    (a fallback row measures another variant and is skipped) in gate mode 0 with fp32 state,
-    and decode with bf16 state as mode "decode/bf16" (its own table); a later file overrides.
-    The verify kinds at q >= 2 count only from runs of the q >= 2 Split/Wide kernel in this tree
-    (VERIFY_KERNEL_SESSION on)."""
+    (a fallback row measures another variant and is skipped) in gate mode `gate` with fp32
+    state, and decode with bf16 state as mode "decode/bf16" (its own table); a later file
+    overrides. gate="auto": runs under the planner's gate rule (a forced variant against the
+    `auto` rows, which count as the variant they ran). The verify kinds at q >= 2 count only
+    from runs of the q >= 2 Split/Wide kernel in this tree (VERIFY_KERNEL_SESSION on)."""
     points = {}
     for path in paths:
         m = re.search(r"(?:sweep|ladder)_s(\d+)", path)
         current = m is not None and int(m.group(1)) >= VERIFY_KERNEL_SESSION
         for r in csv.DictReader(open(path)):
-            if r["variant"] != r["variant_req"]:
+            if r["variant"] != r["variant_req"] and not (gate == "auto" and r["variant_req"] == "auto"):
                 continue
             if r["mode"] in ("record", "fused", "per_token") and int(r["q"]) >= 2 and not current:
                 continue
             state = r.get("state", "f32")
-            if r.get("gate", "0") != "0" or (state != "f32" and r["mode"] != "decode"):
+            if r.get("gate", "0") != gate or (state != "f32" and r["mode"] != "decode"):
                 continue
             mode = r["mode"] + ("/bf16" if state == "bf16" else "")
             key = (mode, int(r["q"]), int(r["H"]), int(r["B"]))
@@ -244,10 +250,13 @@ def main_gate(paths):
 def main(paths):
     if paths and paths[0] == "--gate":
         return main_gate(paths[1:])
+    gate = "0"
+    if paths and paths[0] == "--auto-gate":  # runs under the planner's gate rule (load_points)
+        gate, paths = "auto", paths[1:]
     if not paths:
         print(__doc__)
         return 2
-    rows = score(rules_from_header(), load_points(paths))
+    rows = score(rules_from_header(), load_points(paths, gate))
     print(f"{'mode':9s} {'q':>2s} {'H':>3s} {'B':>4s} {'items':>6s}  {'best':6s} {'pick':6s} {'pick/best':>9s}  times")
     for (mode, q, H, B), best, p, ratio, times in rows:
         detail = " ".join(f"{v}={t:.1f}" for v, t in sorted(times.items()))

@@ -20,7 +20,8 @@
 #              (SWEEP_PROGRESS=1 forces it, CI silences it)
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/; FLA_ARGS, e.g.
 #              "--mode per_token --q 4 --H 12,32,96 --B 1,8,64,256" for the verify chain)
-#   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0)
+#   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0; FUZZ_REPLAY
+#              "S:I …" replays configurations first)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex;
 #              NCU_BIN: a kda_bench_* of $BIN), with a per-instruction SASS stall table (ncu-N-sass.csv;
@@ -280,6 +281,15 @@ if has fuzz; then
     fi
     echo "$s"
   }
+  # FUZZ_REPLAY="S:I …": configurations replayed first (a mismatch of an earlier call, fixed since)
+  for rp in ${FUZZ_REPLAY:-}; do
+    if python3 tests/python/fuzz.py --device "$FUZZ_DEVICE" --replay "$rp" >"$OUT/fuzz-replay-${rp/:/-}.log" 2>&1; then
+      note "fuzz replay $rp: ok"
+    else
+      tail -5 "$OUT/fuzz-replay-${rp/:/-}.log"
+      note "fuzz replay $rp: FAILED"
+    fi
+  done
   for ((c = 0; c < FUZZ_CHUNKS; c++)); do
     python3 tests/python/fuzz.py --device "$FUZZ_DEVICE" --configs "$per" --seed $((FUZZ_SEED0 + c)) \
       --sample-f64 $((per / 25)) --max-seconds "$(fuzz_seconds)" >"$OUT/fuzz-$c.log" 2>&1

@@ -39,11 +39,16 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). q = 16 does not
 /// fit WS's ring: Wide. (Under gate mode 1, which `auto` takes for record and fused from 192
 /// items, the verify kinds run Wide anyway: auto_variant_shared_gate.)
-inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kWide}};
-inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kWS}};
-inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kWide}};                       // record, fused at q = 1
-inline constexpr AutoRule kVerifyQ2Rules[] = {{0, Variant::kWS}};                         // record, fused at q = 2, 3
-inline constexpr AutoRule kVerifyQ4Rules[] = {{0, Variant::kWS}, {576, Variant::kWide}};  // record, fused at q >= 4
+/// Up to 12 items every verify kind runs Split, as decode does: under the planner's gate rule it
+/// took 0.9–40% less time than the pick of the tables below at every measured point (H = 12,
+/// B = 1 and H = 4, B = 2, 3; q = 1…16; record, fused, per_token: record q = 4 11.90 against
+/// 13.73 µs, fused 12.07 against 15.09, per_token 11.55 against 16.62; docs/data/ladder_s20/run5).
+inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
+inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kSplit}, {13, Variant::kWS}};
+inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};  // record, fused at q = 1
+inline constexpr AutoRule kVerifyQ2Rules[] = {{0, Variant::kSplit}, {13, Variant::kWS}};    // record, fused at q = 2, 3
+inline constexpr AutoRule kVerifyQ4Rules[] = {
+    {0, Variant::kSplit}, {13, Variant::kWS}, {576, Variant::kWide}};  // q >= 4
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM (two 128-thread CTAs are resident per SM).
@@ -56,16 +61,19 @@ inline constexpr int kMaxSplit = 8;
 /// more stages keep more of one item's state in flight. Measured on the H200
 /// (docs/data/ladder_s11_run*): four CTAs per SM beat three at every large-batch point; with
 /// four, two fp32 stages (32 KiB of state in flight) beat three in gate mode 0 (3–9%: the
-/// smaller shared-memory carve-out leaves L1 to the F_B reads) and tie in gate mode 2. So the
-/// state stages take at most kStepStageBytes, except in a grid too small to fill the GPU twice
-/// (nothing else on the SM to hide an item's latency behind), which takes every chunk at once.
-/// KDA_STEP_CTAS_PER_SM and KDA_STEP_STAGE_BYTES are compile-time knobs for the ladder
-/// (benchmarks/ladder/build_variants.sh).
+/// smaller shared-memory carve-out leaves L1 to the F_B reads). So a large grid's CTA keeps at
+/// most step_stage_bytes() of state in flight, and a grid too small to fill the GPU twice
+/// (nothing else on the SM to hide an item's latency behind) takes every chunk at once.
+/// KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES and KDA_STEP_STAGE_BYTES_MORE are compile-time
+/// knobs for the ladder (benchmarks/ladder/build_variants.sh).
 #ifndef KDA_STEP_CTAS_PER_SM
 #define KDA_STEP_CTAS_PER_SM 4
 #endif
 #ifndef KDA_STEP_STAGE_BYTES
 #define KDA_STEP_STAGE_BYTES 32768
+#endif
+#ifndef KDA_STEP_STAGE_BYTES_MORE
+#define KDA_STEP_STAGE_BYTES_MORE 49152
 #endif
 inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 /// q = 1 Wide steps with bf16 state in gate modes 1 and 2 (no F_B path; token vectors read
@@ -82,6 +90,7 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 #endif
 inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 inline constexpr int64_t kStepStageBytes = KDA_STEP_STAGE_BYTES;
+inline constexpr int64_t kStepStageBytesMore = KDA_STEP_STAGE_BYTES_MORE;
 /// Split/Wide grids of at most kStepSpreadCtasPerSm CTAs per SM are spread: each CTA asks
 /// for enough dynamic shared memory that ⌈ctas / sms⌉ of them fit on an SM and no more.
 /// NOTES: programmatic dependent launch lets the next step's CTAs in while this one runs.
@@ -100,6 +109,26 @@ inline constexpr int kStepSpreadCtasPerSm = KDA_STEP_SPREAD_CTAS_PER_SM;
 /// reservation (1 KiB on sm_90) and the kernel's static mbarriers.
 inline constexpr int64_t kStepSmemPerCtaOverhead = 1024 + 256;
 
+/// The state bytes a Split/Wide CTA of a grid of `ctas` CTAs keeps in flight beyond a grid too
+/// small to fill the GPU twice (which takes every chunk): kStepStageBytesMore (three fp32
+/// stages) for a decode step without the F_B slice (gate modes 1 and 2) in a spread grid or
+/// from kStepMoreStagesMinCtas CTAs, else kStepStageBytes (two).
+/// NOTES: a spread grid (three CTAs per SM at 265–396 CTAs) pads its CTAs to their share of
+/// the SM, so a third stage costs it no occupancy and no L1: decode in gate mode 2 at 384 items
+/// took 16.97 / 16.94 µs with three (H = 12, B = 32 / H = 48, B = 8; docs/data/ladder_s20/run5)
+/// against 17.65–17.74 with two in runs 1 and 3 and session 19's run 4; every chunk in flight
+/// (four stages) was 2–13% slower (run3). At four CTAs per SM a third stage gains 0.2–0.9% from
+/// 6144 items in gate modes 1 and 2 and loses 2–2.5% at 768 (same-run pairs, runs 2, 4, 5).
+/// Gate mode 0 keeps two (its F_B slice wants the L1); at 384 items three are not measured
+/// there. Record, fused, per_token and append were within ±0.4% either way (run 4): two.
+inline constexpr int64_t kStepMoreStagesMinCtas = 6144;
+inline int64_t step_stage_bytes(bool decode_without_fb, int64_t ctas, int sms) {
+  if (!decode_without_fb) return kStepStageBytes;
+  const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;
+  const bool spread = per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm;
+  return spread || ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
+}
+
 struct StepLayout {
   int stages = 0;       ///< state stages (0: does not fit)
   int ctas_per_sm = 0;  ///< the CTAs per SM the layout fits
@@ -107,16 +136,19 @@ struct StepLayout {
 };
 /// The layout of a Split/Wide CTA of a grid of `ctas` CTAs on `sms` SMs: the preferred CTAs
 /// per SM first, then fewer, each with as many stages as fit; a grid of at most kStepSpreadCtasPerSm CTAs per SM is then
-/// padded to ⌈ctas / sms⌉ CTAs per SM (the returned ctas_per_sm and smem say so).
+/// padded to ⌈ctas / sms⌉ CTAs per SM (the returned ctas_per_sm and smem say so). A grid of
+/// more than two CTAs per SM keeps at most `stage_bytes` of state per CTA in flight
+/// (step_stage_bytes).
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
-                              int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm) {
+                              int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm,
+                              int64_t stage_bytes = kStepStageBytes) {
   const int chunks = cuda_config::chunks_per_cta(split);
   if (smem_per_sm <= 0) smem_per_sm = smem_optin + 1024;
   const bool small = sms > 0 && ctas <= 2 * int64_t(sms);
   const int64_t stage = int64_t(cuda_config::chunk_rows(split)) * kHeadDim * state_bytes;
   int top = chunks < cuda_config::kStepMaxStages ? chunks : cuda_config::kStepMaxStages;
   if (!small) {
-    const int cap = int(kStepStageBytes / stage) < 1 ? 1 : int(kStepStageBytes / stage);
+    const int cap = int(stage_bytes / stage) < 1 ? 1 : int(stage_bytes / stage);
     if (top > cap) top = cap;
   }
   // NOTES: a CTA per SM is worth more than a second stage. With the other CTAs of a full SM

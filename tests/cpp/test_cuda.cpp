@@ -583,6 +583,35 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
   std::cout << "[cuda-vs-cpu] bf16, six CTAs per SM: " << cases << " configurations\n";
 }
 
+/// Three fp32 state stages (heuristics::step_stage_bytes: a decode step without the F_B slice
+/// on a spread grid or from 6144 CTAs): the fourth chunk reuses the first stage, on its second
+/// phase. 384 items are three CTAs per SM on an H200 (the plan is checked wherever the grid is
+/// spread at three per SM), gate modes 1 and 2, Wide and auto, both window layouts.
+TEST_F(CudaVsCpu, DecodeThreeStateStagesOnASpreadGrid) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint32_t seed = 7300;
+  for (int rep = 0; rep < 4; ++rep) {
+    Config c;
+    c.H = 4;
+    c.B = 96;  // 384 items
+    c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
+    c.gate1 = rep % 2 == 0;
+    c.gate2 = !c.gate1;
+    c.ds = rep < 2;
+    c.output_norm = rep != 1;
+    c.lower_bound = rep & 1;
+    {
+      World w(c, seed);
+      PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+      gk.prepare(w.caches(true));
+      const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
+      if ((int64_t(c.B) * c.H + sms - 1) / sms == 3) EXPECT_EQ(pl.ring_stages, 3) << c.name() << ": " << pl.describe();
+    }
+    run_case(c, seed++);
+  }
+}
+
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
   uint32_t seed = 77;
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})

@@ -254,10 +254,47 @@ TEST(Plan, StepsKeepFourCtasPerSmWithOneStage) {
       return kda::cuda_config::StepSmem{q, 1, stages, 4, 16, 2 + q}.bytes() + kda::heuristics::kStepSmemPerCtaOverhead;
     };
     EXPECT_LE(p.ctas_per_sm * bytes(p.ring_stages), per_sm_smem) << "q = " << q;
-    if (p.ring_stages < kda::heuristics::kStepStageBytes / (int64_t(32) * 128 * 4))  // the stage cap of a large grid
+    // the stage cap of a large grid
+    if (p.ring_stages < kda::heuristics::step_stage_bytes(false, p.ctas, d.sms) / (int64_t(32) * 128 * 4))
       EXPECT_GT(p.ctas_per_sm * bytes(p.ring_stages + 1), per_sm_smem) << "q = " << q << ": another stage fits";
     EXPECT_GT((p.ctas_per_sm + 1) * bytes(1), per_sm_smem) << "q = " << q << ": another CTA fits";
   }
+}
+
+TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
+  // heuristics::step_stage_bytes: fp32 state keeps two 16 KiB stages in flight per CTA; a decode
+  // step that reads no F_B (gate modes 1 and 2) keeps three in a spread grid of three CTAs per
+  // SM (its CTAs are padded to that share anyway) and from kStepMoreStagesMinCtas CTAs; four
+  // CTAs per SM where not spread; bf16 state (8 KiB stages) takes every chunk; append keeps two.
+  const DeviceInfo d = gpu();
+  struct Case {
+    int H, B;
+    GateMode g;
+    int fp32_stages, ctas_per_sm;
+  };
+  for (const Case& c : {Case{48, 8, GateMode::kPerItem, 2, 3}, Case{48, 8, GateMode::kShared, 3, 3},
+                        Case{48, 8, GateMode::kPrecomputed, 3, 3}, Case{96, 8, GateMode::kPerItem, 2, 4},
+                        Case{96, 8, GateMode::kShared, 2, 4}, Case{96, 32, GateMode::kPrecomputed, 2, 4},
+                        Case{96, 64, GateMode::kPerItem, 2, 4}, Case{96, 64, GateMode::kShared, 3, 4},
+                        Case{96, 256, GateMode::kPrecomputed, 3, 4}, Case{96, 256, GateMode::kPerItem, 2, 4}})
+    for (bool bf16 : {false, true}) {
+      LayerShape l = shape(c.H, c.g != GateMode::kPrecomputed);
+      l.state_bf16 = bf16;
+      l.gate_ws_rows = 1024;
+      const Plan p = kda::plan_step({StepMode::kDecode, c.B, 1}, pol(Variant::kWide, c.g), l, d);
+      const std::string what = p.describe();
+      EXPECT_EQ(p.gate_mode, c.g) << what;
+      EXPECT_EQ(p.ring_stages, bf16 ? 4 : c.fp32_stages) << what;
+      const bool six = bf16 && c.g != GateMode::kPerItem && c.ctas_per_sm == 4;
+      EXPECT_EQ(p.ctas_per_sm, six ? kda::heuristics::kStepBf16Q1CtasPerSm : c.ctas_per_sm) << what;
+      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes());
+      if (!bf16 && c.g != GateMode::kPerItem) {  // append keeps two
+        LayerShape la = l;
+        la.records = 8;
+        const Plan pa = kda::plan_step({StepMode::kAppend, c.B, 1}, pol(Variant::kWide, c.g), la, d);
+        EXPECT_EQ(pa.ring_stages, 2) << pa.describe();
+      }
+    }
 }
 
 TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
@@ -473,9 +510,9 @@ TEST(Plan, WsFusedStagesHoldEveryPendingRecord) {
 }
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
-  // kda/heuristics.h: decode and append Split up to 12 items, Wide from 13; verify q = 1 Wide;
-  // per_token q > 1 WS; record / fused WS, at q >= 4 Wide from 576 items; Wide wherever the
-  // layout forbids bulk copies or two WS ring stages do not fit.
+  // kda/heuristics.h: every kind Split up to 12 items; from 13: decode and append Wide, verify
+  // q = 1 Wide, per_token q > 1 WS, record / fused WS and at q >= 4 Wide from 576 items; Wide
+  // wherever the layout forbids bulk copies or two WS ring stages do not fit.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
@@ -490,6 +527,11 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
     EXPECT_EQ(pick(m, 3, 1, l), Variant::kWide);    // 96
     EXPECT_EQ(pick(m, 256, 1, l), Variant::kWide);
   }
+  for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+    for (int q : {1, 2, 4}) {
+      EXPECT_EQ(pick(m, 3, q, l4), Variant::kSplit) << int(m) << " q " << q;  // 12 items
+      EXPECT_EQ(pick(m, 4, q, l4), q == 1 ? Variant::kWide : Variant::kWS) << int(m) << " q " << q;  // 16
+    }
   EXPECT_EQ(pick(StepMode::kPerToken, 1, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 1, l), Variant::kWide);  // q = 1: Wide everywhere
