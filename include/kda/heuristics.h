@@ -64,8 +64,9 @@ inline constexpr int kMaxSplit = 8;
 /// smaller shared-memory carve-out leaves L1 to the F_B reads). So a large grid's CTA keeps at
 /// most step_stage_bytes() of state in flight, and a grid too small to fill the GPU twice
 /// (nothing else on the SM to hide an item's latency behind) takes every chunk at once.
-/// KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES and KDA_STEP_STAGE_BYTES_MORE are compile-time
-/// knobs for the ladder (benchmarks/ladder/build_variants.sh).
+/// KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_STAGE_BYTES_MORE (and
+/// KDA_STEP_MORE_STAGES_SPREAD_FB below) are compile-time knobs for the ladder
+/// (benchmarks/ladder/build_variants.sh).
 #ifndef KDA_STEP_CTAS_PER_SM
 #define KDA_STEP_CTAS_PER_SM 4
 #endif
@@ -122,11 +123,17 @@ inline constexpr int64_t kStepSmemPerCtaOverhead = 1024 + 256;
 /// Gate mode 0 keeps two (its F_B slice wants the L1); at 384 items three are not measured
 /// there. Record, fused, per_token and append were within ±0.4% either way (run 4): two.
 inline constexpr int64_t kStepMoreStagesMinCtas = 6144;
-inline int64_t step_stage_bytes(bool decode_without_fb, int64_t ctas, int sms) {
-  if (!decode_without_fb) return kStepStageBytes;
+/// KDA_STEP_MORE_STAGES_SPREAD_FB (the ladder's knob, 0): 1 gives gate mode 0 three stages on a
+/// spread grid too.
+#ifndef KDA_STEP_MORE_STAGES_SPREAD_FB
+#define KDA_STEP_MORE_STAGES_SPREAD_FB 0
+#endif
+inline int64_t step_stage_bytes(bool decode, bool reads_fb, int64_t ctas, int sms) {
+  if (!decode) return kStepStageBytes;
   const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;
   const bool spread = per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm;
-  return spread || ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
+  if (spread && (!reads_fb || KDA_STEP_MORE_STAGES_SPREAD_FB)) return kStepStageBytesMore;
+  return !reads_fb && ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
 }
 
 struct StepLayout {

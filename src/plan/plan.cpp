@@ -56,7 +56,7 @@ std::string split_shape(const Context& c, Plan& p, int split) {
                          : heuristics::kStepCtasPerSm;
   const heuristics::StepLayout lay = heuristics::step_layout(
       q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms, prefer,
-      heuristics::step_stage_bytes(c.key.mode == StepMode::kDecode && p.gate_mode != GateMode::kPerItem, p.ctas,
+      heuristics::step_stage_bytes(c.key.mode == StepMode::kDecode, p.gate_mode == GateMode::kPerItem, p.ctas,
                                    c.dev.sms));
   if (c.dev.smem_optin > 0 && lay.stages == 0)
     return "needs " + std::to_string(cuda_config::StepSmem{q, split, 1, state_bytes, recs, 2 + q}.bytes()) +

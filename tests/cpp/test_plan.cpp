@@ -255,7 +255,7 @@ TEST(Plan, StepsKeepFourCtasPerSmWithOneStage) {
     };
     EXPECT_LE(p.ctas_per_sm * bytes(p.ring_stages), per_sm_smem) << "q = " << q;
     // the stage cap of a large grid
-    if (p.ring_stages < kda::heuristics::step_stage_bytes(false, p.ctas, d.sms) / (int64_t(32) * 128 * 4))
+    if (p.ring_stages < kda::heuristics::step_stage_bytes(false, false, p.ctas, d.sms) / (int64_t(32) * 128 * 4))
       EXPECT_GT(p.ctas_per_sm * bytes(p.ring_stages + 1), per_sm_smem) << "q = " << q << ": another stage fits";
     EXPECT_GT((p.ctas_per_sm + 1) * bytes(1), per_sm_smem) << "q = " << q << ": another CTA fits";
   }
