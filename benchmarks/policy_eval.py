@@ -14,7 +14,7 @@ points where the pick is within 5% of the best and the worst ratio (the issue's 
 within 5% at >= 95% of the points, within 15% everywhere). A point whose pick was not
 measured is listed as such and not scored.
 
-    python3 benchmarks/policy_eval.py --auto-gate docs/data/ladder_s20/run5/ladder_s20_1[1-4].csv
+    python3 benchmarks/policy_eval.py --auto-gate docs/data/ladder_s20/run5/ladder_s20_1[0-3].csv
 
 scores the variants measured under the planner's gate rule (`--gate auto`): a forced variant
 against the `auto` rows, which count as the variant the plan ran.

@@ -109,6 +109,11 @@ inline constexpr int kStepSpreadCtasPerSm = KDA_STEP_SPREAD_CTAS_PER_SM;
 /// Shared memory an SM spends on a CTA besides its dynamic shared memory: the driver's
 /// reservation (1 KiB on sm_90) and the kernel's static mbarriers.
 inline constexpr int64_t kStepSmemPerCtaOverhead = 1024 + 256;
+/// ⌈ctas / sms⌉ where the grid is spread (at most kStepSpreadCtasPerSm CTAs per SM), else 0.
+inline int64_t spread_ctas_per_sm(int64_t ctas, int sms) {
+  const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;
+  return per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm ? per_sm : 0;
+}
 
 /// The state bytes a Split/Wide CTA of a grid of `ctas` CTAs keeps in flight beyond a grid too
 /// small to fill the GPU twice (which takes every chunk): kStepStageBytesMore (three fp32
@@ -130,8 +135,7 @@ inline constexpr int64_t kStepMoreStagesMinCtas = 6144;
 #endif
 inline int64_t step_stage_bytes(bool decode, bool reads_fb, int64_t ctas, int sms) {
   if (!decode) return kStepStageBytes;
-  const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;
-  const bool spread = per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm;
+  const bool spread = spread_ctas_per_sm(ctas, sms) > 0;
   if (spread && (!reads_fb || KDA_STEP_MORE_STAGES_SPREAD_FB)) return kStepStageBytesMore;
   return !reads_fb && ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
 }
@@ -164,10 +168,10 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   // three (docs/data/ladder_s12/run8); fused q = 4 1391.6 against 1628.5, q = 8 2546.2
   // against 3156.6, record q = 16 5014.0 against 8526.7; record q = 4 and q = 8 (which fit
   // four and three CTAs either way) and per_token within 0.5% (docs/data/ladder_s16/run5).
-  const int64_t per_sm = sms > 0 ? (ctas + sms - 1) / sms : 0;  // the spread's CTAs per SM
+  const int64_t per_sm = spread_ctas_per_sm(ctas, sms);  // 0: not spread
   // a grid spread at up to kStepSpreadCtasPerSm CTAs per SM is laid out for the CTAs that will
   // share an SM (so it takes the stages that fit beside them, not beside four)
-  const int first = per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm ? int(per_sm) : small ? 2 : prefer_ctas_per_sm;
+  const int first = per_sm > 0 ? int(per_sm) : small ? 2 : prefer_ctas_per_sm;
   const int order[] = {first, prefer_ctas_per_sm, 4, 3, 2, 1};
   for (int cps : order) {
     for (int st = top; st >= 1; --st) {
@@ -176,7 +180,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
       // spread: pad the CTA so that ⌈ctas / sms⌉ CTAs fit on an SM and one more does not
       // (counting only the driver's 1 KiB per CTA for the latter)
-      if (per_sm >= 1 && per_sm <= kStepSpreadCtasPerSm && per_sm < smem_per_sm / (bytes + kStepSmemPerCtaOverhead)) {
+      if (per_sm > 0 && per_sm < smem_per_sm / (bytes + kStepSmemPerCtaOverhead)) {
         const int64_t pad = (smem_per_sm / (per_sm + 1) - 1024 + 16) / 16 * 16;
         if (pad > bytes && pad + 256 <= smem_optin && per_sm * (pad + kStepSmemPerCtaOverhead) <= smem_per_sm)
           return {st, int(per_sm), pad};
