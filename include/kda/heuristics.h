@@ -24,7 +24,11 @@ struct AutoRule {
 /// The same table holds for bf16 state once small grids are spread over the SMs
 /// (kStepSpreadCtasPerSm): Wide beats Split from 16 items at every measured point, by 43-44%
 /// at 96 items and 9-10% at 192 (docs/data/ladder_s15/run4; without the spread Split won at
-/// 96-383 items with bf16 state, docs/data/ladder_s14/run8, run9).
+/// 96-383 items with bf16 state, docs/data/ladder_s14/run8, run9). At 24–192 items Split stays
+/// behind Wide with fp32 state too, without the spread padding and with half the split
+/// (docs/data/ladder_s21/run3: H = 48, B = 1 in gate mode 0 Wide 6.71 µs, Split 14.19, 9.67
+/// unpadded, 7.28 at split 2), except H = 24, B = 1 in gate mode 2 (5.15 against 5.84: each rank
+/// of a Split item computes all 128 gates itself, so mode 0 loses there, 6.96 against 6.08).
 inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 /// append: decode's table (WS has no append path).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
@@ -51,8 +55,12 @@ inline constexpr AutoRule kVerifyQ4Rules[] = {
     {0, Variant::kSplit}, {13, Variant::kWS}, {576, Variant::kWide}};  // q >= 4
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
-/// many CTAs per SM (two 128-thread CTAs are resident per SM).
-inline constexpr int kSplitTargetCtasPerSm = 2;
+/// many CTAs per SM. KDA_SPLIT_TARGET_CTAS_PER_SM: the ladder's knob (1: half the split at
+/// 24–192 items, faster than 2 there but still behind Wide: docs/data/ladder_s21/run3).
+#ifndef KDA_SPLIT_TARGET_CTAS_PER_SM
+#define KDA_SPLIT_TARGET_CTAS_PER_SM 2
+#endif
+inline constexpr int kSplitTargetCtasPerSm = KDA_SPLIT_TARGET_CTAS_PER_SM;
 /// Largest cluster (portable size on sm_90).
 inline constexpr int kMaxSplit = 8;
 
@@ -65,7 +73,7 @@ inline constexpr int kMaxSplit = 8;
 /// most step_stage_bytes() of state in flight, and a grid too small to fill the GPU twice
 /// (nothing else on the SM to hide an item's latency behind) takes every chunk at once.
 /// KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_STAGE_BYTES_MORE (and
-/// KDA_STEP_MORE_STAGES_SPREAD_FB below) are compile-time knobs for the ladder
+/// KDA_STEP_MORE_STAGES_MIN_CTAS below) are compile-time knobs for the ladder
 /// (benchmarks/ladder/build_variants.sh).
 #ifndef KDA_STEP_CTAS_PER_SM
 #define KDA_STEP_CTAS_PER_SM 4
@@ -117,26 +125,28 @@ inline int64_t spread_ctas_per_sm(int64_t ctas, int sms) {
 
 /// The state bytes a Split/Wide CTA of a grid of `ctas` CTAs keeps in flight beyond a grid too
 /// small to fill the GPU twice (which takes every chunk): kStepStageBytesMore (three fp32
-/// stages) for a decode step without the F_B slice (gate modes 1 and 2) in a spread grid or
-/// from kStepMoreStagesMinCtas CTAs, else kStepStageBytes (two).
+/// stages) for a decode step on a spread grid, or without the F_B slice (gate modes 1 and 2)
+/// from kStepMoreStagesMinCtas CTAs; else kStepStageBytes (two).
 /// NOTES: a spread grid (three CTAs per SM at 265–396 CTAs) pads its CTAs to their share of
-/// the SM, so a third stage costs it no occupancy and no L1: decode in gate mode 2 at 384 items
-/// took 16.97 / 16.94 µs with three (H = 12, B = 32 / H = 48, B = 8; docs/data/ladder_s20/run5)
-/// against 17.65–17.74 with two in runs 1 and 3 and session 19's run 4; every chunk in flight
-/// (four stages) was 2–13% slower (run3). At four CTAs per SM a third stage gains 0.2–0.9% from
-/// 6144 items in gate modes 1 and 2 and loses 2–2.5% at 768 (same-run pairs, runs 2, 4, 5).
-/// Gate mode 0 keeps two (its F_B slice wants the L1); at 384 items three are not measured
-/// there. Record, fused, per_token and append were within ±0.4% either way (run 4): two.
-inline constexpr int64_t kStepMoreStagesMinCtas = 6144;
-/// KDA_STEP_MORE_STAGES_SPREAD_FB (the ladder's knob, 0): 1 gives gate mode 0 three stages on a
-/// spread grid too.
-#ifndef KDA_STEP_MORE_STAGES_SPREAD_FB
-#define KDA_STEP_MORE_STAGES_SPREAD_FB 0
+/// the SM, so a third stage costs it no occupancy and no L1 (the padding sets the carve-out):
+/// decode at 384 items in gate mode 2 took 16.97 / 16.94 µs with three (H = 12, B = 32 /
+/// H = 48, B = 8; docs/data/ladder_s20/run5) against 17.65–17.74 with two, and in gate mode 0
+/// 18.93 / 18.91–18.95 against 19.50 / 19.38–19.47 (H = 24, B = 16 and H = 96, B = 4: −2.3%,
+/// −1.8%; docs/data/ladder_s21/run1). Every chunk in flight (four stages) was 2–13% slower
+/// (ladder_s20/run3). At four CTAs per SM a third stage gains 0.2–0.9% from 6144 items in gate
+/// modes 1 and 2 and loses 2–2.5% at 768 (ladder_s20 runs 2, 4, 5; mode 2 at 768 items 32.7
+/// against 33.5–33.9 µs, ladder_s21/run1), and in gate mode 0 it lost 3–9% (its F_B slice
+/// wants the L1). Four stages at three CTAs per SM from 768 items lost 3.5–9% (mode 2,
+/// ladder_s21/run1). Record, fused, per_token and append were within ±0.4% either way
+/// (ladder_s20/run4): two.
+/// KDA_STEP_MORE_STAGES_MIN_CTAS: the ladder's knob.
+#ifndef KDA_STEP_MORE_STAGES_MIN_CTAS
+#define KDA_STEP_MORE_STAGES_MIN_CTAS 6144
 #endif
+inline constexpr int64_t kStepMoreStagesMinCtas = KDA_STEP_MORE_STAGES_MIN_CTAS;
 inline int64_t step_stage_bytes(bool decode, bool reads_fb, int64_t ctas, int sms) {
   if (!decode) return kStepStageBytes;
-  const bool spread = spread_ctas_per_sm(ctas, sms) > 0;
-  if (spread && (!reads_fb || KDA_STEP_MORE_STAGES_SPREAD_FB)) return kStepStageBytesMore;
+  if (spread_ctas_per_sm(ctas, sms) > 0) return kStepStageBytesMore;
   return !reads_fb && ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
 }
 

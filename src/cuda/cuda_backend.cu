@@ -65,15 +65,18 @@ cudaError_t set_attrs(int64_t smem) {
                         cuda::set_step_attributes<SPLIT, uint16_t, 0, false>(smem)})
     if (e == cudaSuccess) e = x;
   if constexpr (SPLIT == 1) {
-    const cudaError_t x = cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem);
-    if (e == cudaSuccess) e = x;
+    for (cudaError_t x :
+         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
+          cuda::set_step_attributes<1, float, 4, false>(smem), cuda::set_step_attributes<1, uint16_t, 4, false>(smem)})
+      if (e == cudaSuccess) e = x;
   }
   return e;
 }
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; with bf16 state and no F_B path, one cut for six CTAs per SM);
-/// other q without the F_B gate path where the plan's gate mode does not need it.
+/// other q without the F_B gate path where the plan's gate mode does not need it, and q = 4 on
+/// Wide there with its own (q fixed at compile time).
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
@@ -84,8 +87,11 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
         return cuda::launch_step<1, StateT, 1, false, 6>(p, plan.ctas, plan.smem, s);
     return cuda::launch_step<SPLIT, StateT, 1, true>(p, plan.ctas, plan.smem, s);
   }
-  return plan.gate_mode == GateMode::kPerItem ? cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s)
-                                              : cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
+  if (plan.gate_mode == GateMode::kPerItem)
+    return cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s);
+  if constexpr (SPLIT == 1)
+    if (p.q == 4) return cuda::launch_step<1, StateT, 4, false>(p, plan.ctas, plan.smem, s);
+  return cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
 }
 
 class CudaBackend final : public Backend {

@@ -583,22 +583,22 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
   std::cout << "[cuda-vs-cpu] bf16, six CTAs per SM: " << cases << " configurations\n";
 }
 
-/// Three fp32 state stages (heuristics::step_stage_bytes: a decode step without the F_B slice
-/// on a spread grid or from 6144 CTAs): the fourth chunk reuses the first stage, on its second
+/// Three fp32 state stages (heuristics::step_stage_bytes: a decode step on a spread grid, or
+/// without the F_B slice from 6144 CTAs): the fourth chunk reuses the first stage, on its second
 /// phase. 384 items are three CTAs per SM on an H200 (the plan is checked wherever the grid is
-/// spread at three per SM), gate modes 1 and 2, Wide and auto, both window layouts.
+/// spread at three per SM), gate modes 1, 2 and 0, Wide and auto, both window layouts.
 TEST_F(CudaVsCpu, DecodeThreeStateStagesOnASpreadGrid) {
   int sms = 0;
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   uint32_t seed = 7300;
-  for (int rep = 0; rep < 4; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
     Config c;
     c.H = 4;
     c.B = 96;  // 384 items
-    c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
-    c.gate1 = rep % 2 == 0;
-    c.gate2 = !c.gate1;
-    c.ds = rep < 2;
+    c.variant = rep >= 4 ? Variant::kAuto : Variant::kWide;
+    c.gate1 = rep % 3 == 0;  // gate modes 1, 2, 0 (the F_B slice beside three stages)
+    c.gate2 = rep % 3 == 1;
+    c.ds = rep < 3;
     c.output_norm = rep != 1;
     c.lower_bound = rep & 1;
     {

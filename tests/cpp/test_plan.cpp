@@ -263,16 +263,17 @@ TEST(Plan, StepsKeepFourCtasPerSmWithOneStage) {
 
 TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
   // heuristics::step_stage_bytes: fp32 state keeps two 16 KiB stages in flight per CTA; a decode
-  // step that reads no F_B (gate modes 1 and 2) keeps three in a spread grid of three CTAs per
-  // SM (its CTAs are padded to that share anyway) and from kStepMoreStagesMinCtas CTAs; four
-  // CTAs per SM where not spread; bf16 state (8 KiB stages) takes every chunk; append keeps two.
+  // step keeps three in a spread grid of three CTAs per SM (its CTAs are padded to that share
+  // anyway), and one that reads no F_B (gate modes 1 and 2) from kStepMoreStagesMinCtas CTAs;
+  // four CTAs per SM where not spread; bf16 state (8 KiB stages) takes every chunk; append keeps
+  // two.
   const DeviceInfo d = gpu();
   struct Case {
     int H, B;
     GateMode g;
     int fp32_stages, ctas_per_sm;
   };
-  for (const Case& c : {Case{48, 8, GateMode::kPerItem, 2, 3}, Case{48, 8, GateMode::kShared, 3, 3},
+  for (const Case& c : {Case{48, 8, GateMode::kPerItem, 3, 3}, Case{48, 8, GateMode::kShared, 3, 3},
                         Case{48, 8, GateMode::kPrecomputed, 3, 3}, Case{96, 8, GateMode::kPerItem, 2, 4},
                         Case{96, 8, GateMode::kShared, 2, 4}, Case{96, 32, GateMode::kPrecomputed, 2, 4},
                         Case{96, 64, GateMode::kPerItem, 2, 4}, Case{96, 64, GateMode::kShared, 3, 4},

@@ -332,8 +332,9 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.gate1 = v != Variant::kWS && k != Kind::kCommit && k != Kind::kFlush;
         } else if (shape == 3) {  // 544 items: 5 per persistent CTA, so WS ring stages and
           // Stream operand stages are reused (the producer/consumer hand-over under racecheck)
+          // (q = 4: the Wide kernel's compile-time q = 4 instantiation with fp32 state)
           if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kFused && k != Kind::kAppend) continue;
-          c.H = 4, c.B = 136, c.q = q1 ? 1 : 2;
+          c.H = 4, c.B = 136, c.q = q1 ? 1 : 4;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1;
           c.gate1 = v != Variant::kWS;  // several gate tiles (136·q rows), a partial last one
         } else if (shape == 4) {  // bf16 state, 544 items: the Wide kernel at six CTAs per SM

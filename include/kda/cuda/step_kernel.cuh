@@ -57,7 +57,10 @@ namespace cg = cooperative_groups;
 
 /// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, Q tokens per request
 /// (1: decode / append, whose shared-memory offsets are then constants and whose token
-/// vectors stay in registers; 0: q at run time, the verify kinds), and GATE_FB: whether the
+/// vectors stay in registers; 0: q at run time, the verify kinds; 4: the verify kinds at q = 4
+/// with offsets, token loops and token groups fixed at compile time, instantiated for Wide
+/// without the F_B path: record and fused 3–10% faster than Q = 0, docs/data/ladder_s21/run4),
+/// and GATE_FB: whether the
 /// kernel may compute the gate from F_B (gate mode 0). The register budget is cut for four
 /// CTAs per SM.
 /// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
@@ -78,14 +81,14 @@ struct StepTraits {
   /// H = 96, B = 128 and 256 (mode 1); the same hint makes fp32 decode 1-6% slower from 3072
   /// items (docs/data/ladder_s15/run4, run5, rung ef).
   static constexpr bool kStateEvictFirst = MIN_BLOCKS_ > 4;
-  /// q at run time without the F_B path (gate modes 1 and 2) loads every input of its q
+  /// q ≥ 2 without the F_B path (gate modes 1 and 2) loads every input of its q
   /// tokens in the first wave — the window, the raw logits into s_g, the q/k/v inputs of
   /// tokens 1…q−1 into s_yq / s_yk / s_yv (each thread its own channels, so no barrier) —
   /// instead of after the staged-inputs barrier and token by token in the conv: one dependent
   /// round trip instead of about 2 + q. Record / fused / per_token at H = 96, q = 2…16, gate
   /// mode 1: 0.5–9% faster at 66 of 69 points, at most 2.6% slower at the others
   /// (docs/data/ladder_s16/run1).
-  static constexpr bool kEarlyTokenInputs = Q_ == 0 && !GATE_FB_;
+  static constexpr bool kEarlyTokenInputs = Q_ != 1 && !GATE_FB_;
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
