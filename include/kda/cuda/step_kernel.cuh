@@ -60,9 +60,8 @@ namespace cg = cooperative_groups;
 /// vectors stay in registers; 0: q at run time, the verify kinds; 4: the verify kinds at q = 4
 /// with offsets, token loops and token groups fixed at compile time, instantiated for Wide
 /// without the F_B path: record and fused 3–10% faster than Q = 0, docs/data/ladder_s21/run4),
-/// and GATE_FB: whether the
-/// kernel may compute the gate from F_B (gate mode 0). The register budget is cut for four
-/// CTAs per SM.
+/// and GATE_FB: whether the kernel may compute the gate from F_B (gate mode 0). The register
+/// budget is cut for four CTAs per SM.
 /// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
 /// held across the token loop) made the kernel spill 128 bytes; gate modes 1 and 2 run an
 /// instantiation without it: no spills, and record / fused / per_token steps 2–15% faster
@@ -195,7 +194,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   }
   // NOTES: the thread's F_B slice (a weight) goes into registers before the wait (q = 1): its
   // L2 or DRAM latency then hides behind the previous step's tail and the request round trip.
-  // With q at run time the registers are needed elsewhere (they spilled): the slice is
+  // With q ≥ 2 the registers are needed elsewhere (they spilled): the slice is
   // prefetched into L2 and loaded at the gate.
   uint4 fb[8];
   if (gate_from_fb) {
@@ -264,7 +263,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const int cq = h * K + tid, ck = D + cq;                      // tid < 128
   const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
   float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
-  auto load_window = [&] {  // q at run time (q = 1: the first wave below)
+  auto load_window = [&] {  // q ≥ 2 (q = 1: the first wave below)
     if (tid < K) {
       ChannelWindow(p, r.win_in, cq).load3(off, w0);
       ChannelWindow(p, r.win_in, ck).load3(off, w1);
@@ -326,7 +325,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
   } else {
     if constexpr (T::kEarlyTokenInputs) {
-      // q at run time without the F_B path: the window now (with the F_B path after the gate,
+      // q ≥ 2 without the F_B path: the window now (with the F_B path after the gate,
       // whose registers leave no room for it)
       load_window();
       // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
