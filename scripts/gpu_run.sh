@@ -33,7 +33,8 @@
 # kda_cuda_tests, kda_bench, kda_bench_*), carried with the call: the build stage is then
 # skipped and these are run; BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
 # FUZZ_DEADLINE (s since start) ends the fuzz stage in time;
-# PYTEST_K selects Python tests (pytest -k); CUDA_FILTER the C++ GPU tests (a gtest filter).
+# PYTEST_K selects Python tests (pytest -k); CUDA_FILTER the C++ GPU tests (a gtest filter);
+# CUDA_TESTS_VARIANTS="NAME…" also runs $BIN/kda_cuda_tests_NAME under CUDA_VARIANTS_FILTER.
 #
 # The device machine has no GoogleTest and no network. Before the call, on this machine:
 #   mkdir -p .gpu && cp -r /usr/src/googletest .gpu/                      # C++ tests
@@ -92,6 +93,14 @@ run_gtest() {  # name binary filter
 
 has cpu && run_gtest cpu-tests "$TESTS_BIN"
 has cuda && run_gtest cuda-tests "$CUDA_TESTS_BIN" "${CUDA_FILTER:-*}"
+# CUDA_TESTS_VARIANTS="NAME…": $BIN/kda_cuda_tests_NAME too (GPU test binaries with other plan
+# knobs or a planted bug: TARGET=kda_cuda_tests benchmarks/ladder/build_variants.sh), under
+# CUDA_VARIANTS_FILTER (default: CUDA_FILTER)
+if has cuda; then
+  for v in ${CUDA_TESTS_VARIANTS:-}; do
+    run_gtest "cuda-tests-$v" "$(dirname "$CUDA_TESTS_BIN")/kda_cuda_tests_$v" "${CUDA_VARIANTS_FILTER:-${CUDA_FILTER:-*}}"
+  done
+fi
 
 if has pytest || has golden || has fuzz || has regress; then
   t=$SECONDS

@@ -637,6 +637,34 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
     }
 }
 
+/// The Wide kernel's compile-time q instantiations (q = 2, 4, 8, 16 without the F_B path: gate
+/// modes 1 and 2) on every verify kind, both state dtypes and layouts, against the CPU backend;
+/// B up to 33 with pads, so more than one CTA per SM on small heads too.
+TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
+  uint32_t seed = 6600;
+  int cases = 0;
+  for (int q : {2, 4, 8, 16})
+    for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 3; ++rep) {
+        Config c;
+        c.variant = Variant::kWide;
+        c.mode = m;
+        c.q = q;
+        c.H = rep == 2 ? 12 : 3;
+        c.B = rep == 0 ? 33 : rep == 1 ? 5 : 2;
+        c.gate1 = rep != 1;
+        c.gate2 = rep == 1;
+        c.state_bf16 = rep == 1 || (rep == 2 && q >= 8);
+        c.ds = rep != 2;
+        c.lower_bound = (q + rep) % 2 == 1;
+        c.eps = rep == 0 ? 1e-3f : 1e-5f;
+        while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 2);
+        run_case(c, seed++);
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] compile-time q: " << cases << " configurations\n";
+}
+
 /// Token groups (Split / Wide, q >= 2): every shape of a step's last group — 1, 2 or 3 tokens
 /// after whole groups of four (q = 5, 6, 7, 9, 13) — for each verify kind, gate modes 0 and 1,
 /// both state dtypes and layouts, against the CPU backend.
@@ -775,15 +803,21 @@ TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
 }
 
 /// commit(n) after a record-mode verify == the per-token state after n tokens, bitwise; and
-/// fused(pending = n) == flush(n) then fused(pending = 0), bitwise. q = 7, n = 6 crosses a token
-/// group (Split / Wide take tokens in groups of four and advance the state between them).
+/// fused(pending = n) == flush(n) then fused(pending = 0), bitwise. q = 7, n = 6 and q = 16,
+/// n = 13 cross token groups (Split / Wide take tokens in groups of four and advance the state
+/// between them); q = 2, 4, 8, 16 with gate mode 1 on Wide run its compile-time q instantiations.
 TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
-   for (int q : {4, 7})
+   for (int q : {2, 4, 7, 8, 16})
     for (int g = 0; g < 3; ++g) {
-      const bool bf16 = g == 1, gate1 = g == 2;
+      // (q = 2: gate mode 1 forced for both state dtypes; under `auto` per_token takes mode 0 at
+      // q <= 3 and record mode 1, whose gates differ in their last bits)
+      const bool bf16 = g == 1, gate1 = g == 2 || q == 2;
       if (gate1 && v == Variant::kWS) continue;
-      const int n = q == 4 ? 2 : 6;  // records committed
+      if (v == Variant::kWS && q == 16) continue;  // two WS ring stages of q = 16 do not fit (refused)
+      if (v != Variant::kWide && (q == 2 || q == 8)) continue;  // (the run-time q kernels: q = 4, 7)
+      if (q == 2 && g == 0) continue;                          // (= g = 2)
+      const int n = q == 2 ? 1 : q == 4 ? 2 : q == 8 ? 5 : q == 16 ? 13 : 6;  // records committed
       Config c;
       c.gate1 = gate1;
       c.variant = v;
@@ -842,15 +876,16 @@ TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
 }
 
 TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
-  for (int vi = 0; vi < 5; ++vi) {
-    const Variant v = vi == 0 || vi == 3 ? Variant::kSplit : vi == 1 || vi == 4 ? Variant::kWide : Variant::kWS;
+  // (vi = 5, 6: Wide in gate mode 1 at q = 8 and 2, its compile-time q instantiations)
+  for (int vi = 0; vi < 7; ++vi) {
+    const Variant v = vi == 0 || vi == 3 ? Variant::kSplit : vi == 2 ? Variant::kWS : Variant::kWide;
     Config c;
     c.gate1 = vi >= 3;
     c.variant = v;
     c.mode = StepMode::kFused;
     c.H = 3;
     c.B = 5;
-    c.q = 3;
+    c.q = vi == 5 ? 8 : vi == 6 ? 2 : 3;
     World a(c, 21), b(c, 21);
     // a: fused with the pending it has; b: flush first, then the same fused step
     PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);

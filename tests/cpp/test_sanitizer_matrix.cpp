@@ -315,7 +315,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 5; ++shape) {
+      for (int shape = 0; shape < 7; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -342,6 +342,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 4, c.B = 136, c.q = 1;
           c.ds = false, c.lb = true, c.bias = true, c.layout = 1, c.null_slot = -1;
           c.state_bf16 = true, c.gate1 = true;
+        } else if (shape == 5 || shape == 6) {
+          // bf16 state, gate mode 1, the Wide kernel's compile-time q = 8 (pads, an error) and
+          // q = 16 instantiations (Split runs its run-time q kernel on the same shape)
+          if (q1 || v == Variant::kWS || (shape == 6 && k == Kind::kPerToken)) continue;
+          c.H = 3, c.B = shape == 5 ? 5 : 2, c.q = shape == 5 ? 8 : 16;
+          c.ds = shape == 6, c.lb = shape == 5, c.bias = true, c.layout = shape == 5 ? 1 : 0, c.null_slot = -1;
+          c.state_bf16 = true, c.gate1 = true, c.error = shape == 5;
         } else {  // q = 16, gate mode 2, column-major tables, a null slot that is not 0
           if (q1 && k != Kind::kDecode) continue;
           // two WS ring stages of q = 16 do not fit: 'ws' refuses these keys when planned

@@ -57,9 +57,10 @@ namespace cg = cooperative_groups;
 
 /// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, Q tokens per request
 /// (1: decode / append, whose shared-memory offsets are then constants and whose token
-/// vectors stay in registers; 0: q at run time, the verify kinds; 4: the verify kinds at q = 4
-/// with offsets, token loops and token groups fixed at compile time, instantiated for Wide
-/// without the F_B path: record and fused 3–10% faster than Q = 0, docs/data/ladder_s21/run4),
+/// vectors stay in registers; 0: q at run time, the verify kinds; 2, 4, 8, 16: the verify kinds
+/// at that q with offsets, token loops and token groups fixed at compile time, instantiated for
+/// Wide without the F_B path: record and fused 1–12% faster than Q = 0, per_token within ±1%,
+/// docs/data/ladder_s21/run4, docs/data/ladder_s22/run1),
 /// and GATE_FB: whether the kernel may compute the gate from F_B (gate mode 0). The register
 /// budget is cut for four CTAs per SM.
 /// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
