@@ -215,10 +215,17 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   // Gate mode 1: the gate kernel writes the step's logits into the workspace that prepare()
   // sized for the policy keys; `auto` takes it where the heuristics say it pays and the
   // workspace holds the step, and runs its gate on Split / Wide.
+  // NOTES: SPEC §8 holds commit(n) after a record step bitwise equal to the per-token state
+  // after n tokens within one forced variant. Gate modes 0 and 1 sum the logits in different
+  // orders (their gates differ in the last bits), so under a forced variant a per_token step
+  // takes the record step's gate rule: mode 1 at q = 2, 3 and at q = 1 from 6144 items too,
+  // where `auto` keeps per_token on WS's mode 0 (its own measured pick). Under the automatic
+  // variant the two kinds may run different variants anyway.
+  const StepMode gate_kind = forced && key.mode == StepMode::kPerToken ? StepMode::kRecord : key.mode;
   const int64_t ws_rows = cuda_config::gate_ws_rows(int64_t(key.B) * key.q);
   if (gm == GateMode::kPerItem && policy.gate_mode == GateMode::kAuto && ws_rows <= layer.gate_ws_rows &&
       !(forced && policy.variant == Variant::kWS) &&
-      heuristics::auto_shared_gate(ctx.items(), key.mode, key.q, layer.state_bf16))
+      heuristics::auto_shared_gate(ctx.items(), gate_kind, key.q, layer.state_bf16))
     gm = GateMode::kShared;
   if (gm == GateMode::kShared) {
     if (forced && policy.variant == Variant::kWS)

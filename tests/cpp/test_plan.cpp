@@ -358,6 +358,45 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
   EXPECT_EQ(kda::plan_step({StepMode::kDecode, B - 1, 1}, pol(), bf, d).gate_mode, GateMode::kPerItem);
 }
 
+TEST(Plan, ForcedVariantsGivePerTokenTheRecordStepsGateMode) {
+  // SPEC §8: commit(n) after a record step equals the per-token state after n tokens, bitwise,
+  // within one forced variant; gate modes 0 and 1 give different bits, so a forced Split / Wide
+  // per_token step takes the record step's gate mode under gate mode `auto` (src/plan/plan.cpp).
+  // The automatic variant keeps per_token's own rule (WS's mode 0 below q = 4).
+  const DeviceInfo d = gpu();
+  int aligned = 0;
+  for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
+    for (int q : {1, 2, 3, 4, 8, 16})
+      for (int B : {1, 8, 64, 256}) {
+        if (v == Variant::kWS && q == 16) continue;  // no room for q = 16 in WS's ring
+        LayerShape l = shape(96);
+        l.stream_ok = true;
+        l.window = 2 + q;
+        l.records = 16;
+        l.gate_ws_rows = INT64_MAX;
+        Plan pt, rec;
+        try {
+          pt = kda::plan_step({StepMode::kPerToken, B, q}, pol(v), l, d);
+          rec = kda::plan_step({StepMode::kRecord, B, q}, pol(v), l, d);
+        } catch (const std::invalid_argument&) {
+          ASSERT_EQ(v, Variant::kWS) << "only a forced 'ws' may refuse (its ring stages)";
+          continue;
+        }
+        EXPECT_EQ(pt.gate_mode, rec.gate_mode) << kda::variant_name(v) << " q " << q << " B " << B;
+        if (v == Variant::kWS) EXPECT_EQ(pt.gate_mode, GateMode::kPerItem);
+        aligned += pt.gate_mode == GateMode::kShared;
+      }
+  EXPECT_GT(aligned, 0);
+  // under the automatic variant per_token keeps its own rule
+  LayerShape l = shape(96);
+  l.stream_ok = true;
+  l.window = 4;
+  l.records = 16;
+  l.gate_ws_rows = INT64_MAX;
+  EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 64, 2}, pol(), l, d).gate_mode, GateMode::kPerItem);
+  EXPECT_EQ(kda::plan_step({StepMode::kRecord, 64, 2}, pol(), l, d).gate_mode, GateMode::kShared);
+}
+
 TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
   // q = 1 Wide steps with bf16 state in gate modes 1 and 2 have a kernel cut for six CTAs per
   // SM (heuristics::kStepBf16Q1CtasPerSm); gate mode 0 (its F_B registers), fp32 state,
