@@ -59,7 +59,8 @@ namespace cg = cooperative_groups;
 /// (1: decode / append, whose shared-memory offsets are then constants and whose token
 /// vectors stay in registers; 0: q at run time, the verify kinds; 2, 4, 8, 16: the verify kinds
 /// at that q with offsets, token loops and token groups fixed at compile time, instantiated for
-/// Wide without the F_B path: record and fused 1–12% faster than Q = 0, per_token within ±1%,
+/// Wide without the F_B path: record and fused up to 12% faster than Q = 0 (fused q = 4 at six
+/// requests +0.9%), per_token −5…+0.3%,
 /// docs/data/ladder_s21/run4, docs/data/ladder_s22/run1),
 /// and GATE_FB: whether the kernel may compute the gate from F_B (gate mode 0). The register
 /// budget is cut for four CTAs per SM.
