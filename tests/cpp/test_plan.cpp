@@ -364,16 +364,20 @@ TEST(Plan, ForcedVariantsGivePerTokenTheRecordStepsGateMode) {
   // per_token step takes the record step's gate mode under gate mode `auto` (src/plan/plan.cpp).
   // The automatic variant keeps per_token's own rule (WS's mode 0 below q = 4).
   const DeviceInfo d = gpu();
+  auto layer = [](int q) {
+    LayerShape l = shape(96);
+    l.stream_ok = true;
+    l.window = 2 + q;
+    l.records = 16;
+    l.gate_ws_rows = INT64_MAX;
+    return l;
+  };
   int aligned = 0;
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
     for (int q : {1, 2, 3, 4, 8, 16})
       for (int B : {1, 8, 64, 256}) {
         if (v == Variant::kWS && q == 16) continue;  // no room for q = 16 in WS's ring
-        LayerShape l = shape(96);
-        l.stream_ok = true;
-        l.window = 2 + q;
-        l.records = 16;
-        l.gate_ws_rows = INT64_MAX;
+        const LayerShape l = layer(q);
         Plan pt, rec;
         try {
           pt = kda::plan_step({StepMode::kPerToken, B, q}, pol(v), l, d);
@@ -388,11 +392,7 @@ TEST(Plan, ForcedVariantsGivePerTokenTheRecordStepsGateMode) {
       }
   EXPECT_GT(aligned, 0);
   // under the automatic variant per_token keeps its own rule
-  LayerShape l = shape(96);
-  l.stream_ok = true;
-  l.window = 4;
-  l.records = 16;
-  l.gate_ws_rows = INT64_MAX;
+  const LayerShape l = layer(2);
   EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 64, 2}, pol(), l, d).gate_mode, GateMode::kPerItem);
   EXPECT_EQ(kda::plan_step({StepMode::kRecord, 64, 2}, pol(), l, d).gate_mode, GateMode::kShared);
 }
