@@ -1,6 +1,6 @@
 // benchmarks/bench_cuda.h — what every benchmark program shares: CK(call), a CUDA runtime
 // call that must succeed (on an error it names the file, line, call and error, and exits with
-// status 1), and the timing protocol of BENCHMARKS.md: 3 warm-up runs, then the median of 15
+// status 1), a launch with programmatic dependent launch, and the timing protocol of BENCHMARKS.md: 3 warm-up runs, then the median of 15
 // runs timed with CUDA events; a CUDA graph replayed that way; the copy ceiling.
 #pragma once
 
@@ -19,6 +19,23 @@
       std::exit(1);                                                                           \
     }                                                                                         \
   } while (0)
+
+/// One launch of `kernel(args)` on `grid` CTAs of `threads` with programmatic dependent launch,
+/// as the library launches its step kernels (a grid may start while the previous one drains).
+template <class Args>
+void launch_pdl(void (*kernel)(Args), dim3 grid, int threads, size_t smem, cudaStream_t s, const Args& args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, kernel, args));
+}
 
 /// `launch()` (work enqueued on stream `s`) 3 times untimed, then 15 times between two events
 /// on `s`: the median in ms.

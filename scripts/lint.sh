@@ -25,7 +25,8 @@ CXX_FILES=(
   include/kda/types.h include/kda/params.h include/kda/request.h include/kda/numerics.h include/kda/heuristics.h
   include/kda/cuda/*.cuh include/kda/cuda/config.h
   src/cuda/*.cu src/cuda/*.h src/cuda/*.cuh src/cuda/inst/*.cu src/cpu/*.cpp
-  benchmarks/kda_bench.cpp benchmarks/ladder/state_move.cu benchmarks/ladder/rows_prepared.cu
+  benchmarks/kda_bench.cpp benchmarks/bench_cuda.h benchmarks/ladder/state_move.cu benchmarks/ladder/rows_prepared.cu
+  benchmarks/ladder/per_token_move.cu
   src/types.cpp src/helpers.cpp src/backend.h src/cuda_stub.cpp
   src/validate/*.h src/validate/*.cpp src/plan/*.h src/plan/*.cpp src/api/*.h src/api/*.cpp
   csrc/*.h csrc/*.cpp

@@ -36,6 +36,7 @@
 //
 // Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude \
 //          benchmarks/ladder/rows_prepared.cu -o rows_prepared
+//        (or the CMake target rows_prepared: cmake -DKDA_BUILD_BENCHMARKS=ON, ninja rows_prepared)
 // Run:   ./rows_prepared [H B]   (default 96 256); on the device machine, built here and carried:
 //        BIN=.gpu/bin STAGES=ladder LADDER="rows_prepared 96 256" scripts/gpu_run.sh
 #include <cuda_runtime.h>
@@ -450,23 +451,6 @@ void ref_item(const float* S0, const float* p, const float og_in, const float* n
 
 float bf16f(uint16_t x) { return kda::bf16_to_f32(x); }
 
-/// One launch of `kernel` on `grid` CTAs of kThreads with programmatic dependent launch, as
-/// the step kernels are launched.
-template <class Args_>
-void launch_pdl(void (*kernel)(Args_), dim3 grid, size_t smem, cudaStream_t s, const Args_& args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&cfg, kernel, args));
-}
-
 int main(int argc, char** argv) {
   // positional H B; a trailing "--csv FILE" (scripts/gpu_run.sh ladder stage) is skipped: the
   // table goes to stdout, which the stage keeps as ladder_<name>_<i>.txt
@@ -714,9 +698,9 @@ int main(int argc, char** argv) {
                          : r == 2 ? prep_bytes
                                   : row_bytes + prep_bytes;
     rung(names[r], bytes, [&](int i) {
-      if (with_prep) launch_pdl(prep_kernel, prep_grid, kPrepSmem, st, prep_args(i));
+      if (with_prep) launch_pdl(prep_kernel, prep_grid, kThreads, kPrepSmem, st, prep_args(i));
       if (with_rows)
-        launch_pdl(math ? rows_kernel<true> : rows_kernel<false>, dim3(unsigned(items)), kSmem, st, args(i));
+        launch_pdl(math ? rows_kernel<true> : rows_kernel<false>, dim3(unsigned(items)), kThreads, kSmem, st, args(i));
     });
   }
   // ---- rows/q4: the record step's row loop alone (timing only) --------------------------------
@@ -742,7 +726,7 @@ int main(int argc, char** argv) {
                      rec + size_t(i) * items * Q * K,
                      outq + size_t(i) * items * Q * K,
                      H};
-      launch_pdl(rows_q_kernel<Q>, dim3(unsigned(items)), size_t(smem), st, aq);
+      launch_pdl(rows_q_kernel<Q>, dim3(unsigned(items)), kThreads, size_t(smem), st, aq);
     });
     CK(cudaFree(prepq));
     CK(cudaFree(rec));
@@ -759,12 +743,13 @@ int main(int argc, char** argv) {
       const int smem = f == 0 ? 0 : (K / S) * K * 4;
       if (smem > 48 * 1024) CK(cudaFuncSetAttribute(fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       rung(fnames[f], f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4,
-           [&](int i) { launch_pdl(fns[f], dim3(unsigned(items * S)), size_t(smem), st, args(i)); });
+           [&](int i) { launch_pdl(fns[f], dim3(unsigned(items * S)), kThreads, size_t(smem), st, args(i)); });
     }
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     rung("flat", double(items) * 2.0 * kTile * 4, [&](int i) {
-      launch_pdl(flat_kernel, dim3(unsigned(sms * 8)), 0, st, FlatArgs{state, slots + size_t(i) * B, H, items});
+      launch_pdl(flat_kernel, dim3(unsigned(sms * 8)), kThreads, 0, st,
+                 FlatArgs{state, slots + size_t(i) * B, H, items});
     });
   }
   if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);

@@ -12,7 +12,8 @@
 //
 // Every kernel updates the same pool in place (items·64 KiB ≫ 5× L2) and reports µs per
 // pass, GB/s (read + write) and % of the device-to-device copy ceiling measured in the same
-// run. Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a state_move.cu
+// run. Build: nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a state_move.cu (or the
+// CMake target state_move: cmake -DKDA_BUILD_BENCHMARKS=ON, ninja state_move)
 // Run: ./state_move [items (default 24576 = H 96 × B 256)]
 #include <cuda_runtime.h>
 #include <cuda/ptx>
