@@ -327,17 +327,57 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
   } else {
     if constexpr (T::kEarlyTokenInputs) {
-      // q ≥ 2 without the F_B path: the window now (with the F_B path after the gate,
-      // whose registers leave no room for it)
-      load_window();
-      // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
-      for (int t = 1; t < q; ++t) {
-        const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
+      if constexpr (T::kQ != 0) {
+        // NOTES: the q ≥ 2 first wave (q known at compile time). Every load of the thread's
+        // wave — the window's raw bits and the x of all q tokens — is issued before any of them
+        // is converted: a conversion waits for its load, and a load issued after it (the next
+        // token's x, in the run-time q loop below) waits with it, one round trip per token.
+        // The fused step's profile had 20% of its stall samples at those first uses; issuing
+        // them together took record q = 4 6–9% and fused 4–6% off (H = 96, one to 256 requests),
+        // fused q = 8 7% (docs/PERFORMANCE.md, "The q ≥ 2 first wave").
+        constexpr int QQ = T::kQ;
         if (tid < K) {
-          s_yq[t * K + tid] = ld_bf16(xr + cq);
-          s_yk[t * K + tid] = ld_bf16(xr + ck);
+          const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck);
+          uint32_t ra[3], rk[3];
+          a.raw3(off, ra);
+          k.raw3(off, rk);
+          uint16_t xq[QQ], xk[QQ];
+#pragma unroll
+          for (int t = 0; t < QQ; ++t) {
+            const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
+            xq[t] = xr[cq], xk[t] = xr[ck];
+          }
+#pragma unroll
+          for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
+          x0 = bf16_to_f32(xq[0]), x1 = bf16_to_f32(xk[0]);
+#pragma unroll
+          for (int t = 1; t < QQ; ++t) s_yq[t * K + tid] = bf16_to_f32(xq[t]), s_yk[t * K + tid] = bf16_to_f32(xk[t]);
         } else if (tid < K + RC) {
-          s_yv[t * RC + vj] = ld_bf16(xr + cv);
+          const ChannelWindow a(p, r.win_in, cv);
+          uint32_t ra[3];
+          a.raw3(off, ra);
+          uint16_t xv[QQ];
+#pragma unroll
+          for (int t = 0; t < QQ; ++t) xv[t] = p.qkv[(row_base + t) * p.qkv_row + cv];
+#pragma unroll
+          for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = 0.f;
+          x0 = bf16_to_f32(xv[0]);
+#pragma unroll
+          for (int t = 1; t < QQ; ++t) s_yv[t * RC + vj] = bf16_to_f32(xv[t]);
+        }
+      } else {
+        // q ≥ 2 at run time, without the F_B path: the window now (with the F_B path after the
+        // gate, whose registers leave no room for it)
+        load_window();
+        // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
+        for (int t = 1; t < q; ++t) {
+          const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
+          if (tid < K) {
+            s_yq[t * K + tid] = ld_bf16(xr + cq);
+            s_yk[t * K + tid] = ld_bf16(xr + ck);
+          } else if (tid < K + RC) {
+            s_yv[t * RC + vj] = ld_bf16(xr + cv);
+          }
         }
       }
       // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
