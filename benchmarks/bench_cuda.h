@@ -1,7 +1,8 @@
 // benchmarks/bench_cuda.h — what every benchmark program shares: CK(call), a CUDA runtime
 // call that must succeed (on an error it names the file, line, call and error, and exits with
-// status 1), a launch with programmatic dependent launch, and the timing protocol of BENCHMARKS.md: 3 warm-up runs, then the median of 15
-// runs timed with CUDA events; a CUDA graph replayed that way; the copy ceiling.
+// status 1); a launch with programmatic dependent launch; the timing protocol of BENCHMARKS.md:
+// 3 warm-up runs, then the median of 15 runs timed with CUDA events; a CUDA graph replayed that
+// way; the copy ceiling.
 #pragma once
 
 #include <cuda_runtime.h>

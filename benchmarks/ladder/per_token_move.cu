@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
   }
   const int H = pos.size() >= 2 ? pos[0] : 96, B = pos.size() >= 2 ? pos[1] : 256, items = H * B;
   constexpr int kMaxQ = 8;
-  // N steps per graph, each reading ≥ 400 MB of state; the write region of a step holds Q tiles per item
+  // N steps per graph (as kda_bench: together ≥ 400 MB of state read, at least 4); each step writes
+  // its own region of Q tiles per item
   const int N = std::max(4, std::min(64, int(std::ceil(400e6 / (double(items) * 65536)))));
   const int P = B * N + 1;
   std::printf("# per_token_move: H = %d, B = %d, %d steps per graph, read pool %.1f GB, write pool %.1f GB\n", H, B, N,
