@@ -668,22 +668,25 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
 }
 
 /// Token groups (Split / Wide, q >= 2): every shape of a step's last group — 1, 2 or 3 tokens
-/// after whole groups of four (q = 5, 6, 7, 9, 13) — for each verify kind, gate modes 0 and 1,
-/// both state dtypes and layouts, against the CPU backend.
+/// after whole groups of four (q = 3, 5, 6, 7, 9, 11, 13, 15) — for each verify kind, gate
+/// modes 0, 1 and 2, both state dtypes and layouts, against the CPU backend. With q at run time
+/// the first wave loads its tokens in batches of kWaveTokens (the last one partly predicated
+/// off), so these q also cover every batch tail.
 TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
   uint32_t seed = 8800;
   int cases = 0;
   for (Variant v : {Variant::kSplit, Variant::kWide})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
-      for (int q : {5, 6, 7, 9, 13}) {
+      for (int q : {3, 5, 6, 7, 9, 11, 13, 15}) {
         Config c;
         c.variant = v;
         c.mode = m;
         c.H = 3;
         c.B = 2;
         c.q = q;
-        c.gate1 = (q + int(m)) % 2 == 1;
-        c.state_bf16 = q == 6 || q == 13;
+        c.gate1 = (q + int(m)) % 3 == 1;
+        c.gate2 = (q + int(m)) % 3 == 2;
+        c.state_bf16 = q == 6 || q == 11 || q == 13;
         c.ds = q != 7;
         c.lower_bound = q % 3 == 0;
         run_case(c, seed++);

@@ -51,6 +51,10 @@
 #include "kda/cuda/item.cuh"
 #include "kda/request.h"
 
+#ifndef KDA_STEP_WAVE_TOKENS
+#define KDA_STEP_WAVE_TOKENS 4
+#endif
+
 namespace kda::cuda {
 
 namespace cg = cooperative_groups;
@@ -90,6 +94,10 @@ struct StepTraits {
   /// mode 1: 0.5–9% faster at 66 of 69 points, at most 2.6% slower at the others
   /// (docs/data/ladder_s16/run1).
   static constexpr bool kEarlyTokenInputs = Q_ != 1 && !GATE_FB_;
+  /// Tokens per batch of the q ≥ 2 first wave (NOTES: the q ≥ 2 first wave): all q where q is
+  /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
+  /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).
+  static constexpr int kWaveTokens = Q_ > 1 ? Q_ : KDA_STEP_WAVE_TOKENS;
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -327,71 +335,99 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
   } else {
     if constexpr (T::kEarlyTokenInputs) {
-      if constexpr (T::kQ != 0) {
-        // NOTES: the q ≥ 2 first wave (q known at compile time). Every load of the thread's
-        // wave — the window's raw bits and the x of all q tokens — is issued before any of them
-        // is converted: a conversion waits for its load, and a load issued after it (the next
-        // token's x, in the run-time q loop below) waits with it, one round trip per token.
-        // The fused step's profile had 20% of its stall samples at those first uses; issuing
-        // them together took record q = 4 6–9% and fused 4–6% off (H = 96, one to 256 requests),
-        // fused q = 8 7% (docs/PERFORMANCE.md, "The q ≥ 2 first wave").
-        constexpr int QQ = T::kQ;
-        if (tid < K) {
-          const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck);
-          uint32_t ra[3], rk[3];
-          a.raw3(off, ra);
-          k.raw3(off, rk);
-          uint16_t xq[QQ], xk[QQ];
+      // NOTES: the q ≥ 2 first wave. Every load of a batch of WB tokens — the window's raw
+      // bits, the x of the batch's tokens, and (first batch) β and the per-token slots — is
+      // issued before any of it is converted: a conversion waits for its load, and a load issued
+      // after it waits with it, one round trip per token when each token's x was converted before
+      // the next was loaded. The fused step's profile had 20% of its stall samples at those first
+      // uses; issuing them together took record q = 4 6–9% and fused 4–6% off (H = 96, one to
+      // 256 requests), fused q = 8 7% (docs/PERFORMANCE.md, "The q ≥ 2 first wave"). With q at
+      // run time the batch is kWaveTokens tokens, the loads beyond q predicated off.
+      constexpr int WB = T::kWaveTokens;
+      const bool bt_here = tid < q;  // β of token tid
+      const bool ts_here = mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q;
+      uint16_t bt = 0;
+      int32_t ts = 0;
+      if (tid < K) {
+        const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck);
+        uint32_t ra[3], rk[3];
+        a.raw3(off, ra);
+        k.raw3(off, rk);
+        if (bt_here) bt = p.beta[(row_base + tid) * p.beta_row + h];
+        if (ts_here) ts = int32_t(slot_at(p, b, tid - 32));
+        for (int t0 = 0; t0 < q; t0 += WB) {
+          uint16_t xq[WB], xk[WB];
 #pragma unroll
-          for (int t = 0; t < QQ; ++t) {
-            const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
-            xq[t] = xr[cq], xk[t] = xr[ck];
+          for (int j = 0; j < WB; ++j) {
+            if (T::kQ != 0 || t0 + j < q) {
+              const uint16_t* xr = p.qkv + (row_base + t0 + j) * p.qkv_row;
+              xq[j] = xr[cq], xk[j] = xr[ck];
+            }
+          }
+          if (t0 == 0) {
+#pragma unroll
+            for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
+            x0 = bf16_to_f32(xq[0]), x1 = bf16_to_f32(xk[0]);
           }
 #pragma unroll
-          for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
-          x0 = bf16_to_f32(xq[0]), x1 = bf16_to_f32(xk[0]);
-#pragma unroll
-          for (int t = 1; t < QQ; ++t) s_yq[t * K + tid] = bf16_to_f32(xq[t]), s_yk[t * K + tid] = bf16_to_f32(xk[t]);
-        } else if (tid < K + RC) {
-          const ChannelWindow a(p, r.win_in, cv);
-          uint32_t ra[3];
-          a.raw3(off, ra);
-          uint16_t xv[QQ];
-#pragma unroll
-          for (int t = 0; t < QQ; ++t) xv[t] = p.qkv[(row_base + t) * p.qkv_row + cv];
-#pragma unroll
-          for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = 0.f;
-          x0 = bf16_to_f32(xv[0]);
-#pragma unroll
-          for (int t = 1; t < QQ; ++t) s_yv[t * RC + vj] = bf16_to_f32(xv[t]);
+          for (int j = 0; j < WB; ++j) {
+            const int t = t0 + j;
+            if (t > 0 && (T::kQ != 0 || t < q))
+              s_yq[t * K + tid] = bf16_to_f32(xq[j]), s_yk[t * K + tid] = bf16_to_f32(xk[j]);
+          }
         }
-      } else {
-        // q ≥ 2 at run time, without the F_B path: the window now (with the F_B path after the
-        // gate, whose registers leave no room for it)
-        load_window();
-        // tokens 1…q−1 of the thread's own channels, where their conv outputs will go
-        for (int t = 1; t < q; ++t) {
-          const uint16_t* xr = p.qkv + (row_base + t) * p.qkv_row;
-          if (tid < K) {
-            s_yq[t * K + tid] = ld_bf16(xr + cq);
-            s_yk[t * K + tid] = ld_bf16(xr + ck);
-          } else if (tid < K + RC) {
-            s_yv[t * RC + vj] = ld_bf16(xr + cv);
+      } else if (tid < K + RC) {
+        const ChannelWindow a(p, r.win_in, cv);
+        uint32_t ra[3];
+        a.raw3(off, ra);
+        for (int t0 = 0; t0 < q; t0 += WB) {
+          uint16_t xv[WB];
+#pragma unroll
+          for (int j = 0; j < WB; ++j)
+            if (T::kQ != 0 || t0 + j < q) xv[j] = p.qkv[(row_base + t0 + j) * p.qkv_row + cv];
+          if (t0 == 0) {
+#pragma unroll
+            for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = 0.f;
+            x0 = bf16_to_f32(xv[0]);
+          }
+#pragma unroll
+          for (int j = 0; j < WB; ++j) {
+            const int t = t0 + j;
+            if (t > 0 && (T::kQ != 0 || t < q)) s_yv[t * RC + vj] = bf16_to_f32(xv[j]);
           }
         }
       }
-      // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate
+      if (bt_here) s_beta[tid] = sigmoidf_(bf16_to_f32(bt));
+      if (ts_here) s_tslots[tid - 32] = ts;
+      // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate:
+      // loaded in batches (each thread GB elements of WB tokens) before they are stored
       if (gate_from_ws) cudaGridDependencySynchronize();  // the late wait: the gate kernel's logits
-      for (int i = tid; i < q * K; i += NT)
-        s_g[i] = gate_from_ws ? p.gate_ws[(row_base + i / K) * p.gate_ws_row + h * K + i % K]
-                              : ld_bf16(p.gate_in + (row_base + i / K) * p.gate_in_row + h * K + i % K);
+      constexpr int GB = (WB * K + NT - 1) / NT;
+      for (int i0 = tid; i0 < q * K; i0 += GB * NT) {
+        float z[GB];
+#pragma unroll
+        for (int j = 0; j < GB; ++j) {
+          const int i = i0 + j * NT;
+          if (i < q * K) {
+            const int64_t row = row_base + i / K;
+            z[j] = gate_from_ws ? p.gate_ws[row * p.gate_ws_row + h * K + i % K]
+                                : bf16_to_f32(p.gate_in[row * p.gate_in_row + h * K + i % K]);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < GB; ++j)
+          if (i0 + j * NT < q * K) s_g[i0 + j * NT] = z[j];
+      }
     }
     if (gate_from_fb)
       for (int i = tid; i < q * kRank; i += NT)
         s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
     // (q >= 2 reads the out gate in the epilogue instead: StepSmem::late_out_gate)
-    if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
-    if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q) s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
+    if constexpr (!T::kEarlyTokenInputs) {
+      if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
+      if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q)
+        s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
+    }
   }
   __syncthreads();  // staged inputs
 
