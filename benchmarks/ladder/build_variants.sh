@@ -2,7 +2,8 @@
 # benchmarks/ladder/build_variants.sh — kda_bench (or, with TARGET=kda_cuda_tests, the GPU
 # test) binaries that differ only in the planner's compile-time knobs (include/kda/heuristics.h:
 # KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_STAGE_BYTES_MORE, KDA_STEP_MORE_STAGES_MIN_CTAS,
-# KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM),
+# KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM; and, with INST below, the kernel's
+# KDA_STEP_WAVE_TOKENS of include/kda/cuda/step_kernel.cuh),
 # for the rungs of the Split/Wide ladder. Only
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
