@@ -342,7 +342,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       // the next was loaded. The fused step's profile had 20% of its stall samples at those first
       // uses; issuing them together took record q = 4 6–9% and fused 4–6% off (H = 96, one to
       // 256 requests), fused q = 8 7% (docs/PERFORMANCE.md, "The q ≥ 2 first wave"). With q at
-      // run time the batch is kWaveTokens tokens, the loads beyond q predicated off.
+      // run time the batch is kWaveTokens tokens, the loads beyond q predicated off (with q known
+      // at compile time the tests on q fold away).
       constexpr int WB = T::kWaveTokens;
       const bool bt_here = tid < q;  // β of token tid
       const bool ts_here = mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q;
@@ -359,7 +360,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
           uint16_t xq[WB], xk[WB];
 #pragma unroll
           for (int j = 0; j < WB; ++j) {
-            if (T::kQ != 0 || t0 + j < q) {
+            if (t0 + j < q) {
               const uint16_t* xr = p.qkv + (row_base + t0 + j) * p.qkv_row;
               xq[j] = xr[cq], xk[j] = xr[ck];
             }
@@ -372,8 +373,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 #pragma unroll
           for (int j = 0; j < WB; ++j) {
             const int t = t0 + j;
-            if (t > 0 && (T::kQ != 0 || t < q))
-              s_yq[t * K + tid] = bf16_to_f32(xq[j]), s_yk[t * K + tid] = bf16_to_f32(xk[j]);
+            if (t > 0 && t < q) s_yq[t * K + tid] = bf16_to_f32(xq[j]), s_yk[t * K + tid] = bf16_to_f32(xk[j]);
           }
         }
       } else if (tid < K + RC) {
@@ -384,7 +384,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
           uint16_t xv[WB];
 #pragma unroll
           for (int j = 0; j < WB; ++j)
-            if (T::kQ != 0 || t0 + j < q) xv[j] = p.qkv[(row_base + t0 + j) * p.qkv_row + cv];
+            if (t0 + j < q) xv[j] = p.qkv[(row_base + t0 + j) * p.qkv_row + cv];
           if (t0 == 0) {
 #pragma unroll
             for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = 0.f;
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 #pragma unroll
           for (int j = 0; j < WB; ++j) {
             const int t = t0 + j;
-            if (t > 0 && (T::kQ != 0 || t < q)) s_yv[t * RC + vj] = bf16_to_f32(xv[j]);
+            if (t > 0 && t < q) s_yv[t * RC + vj] = bf16_to_f32(xv[j]);
           }
         }
       }
