@@ -154,7 +154,8 @@ def shared_gate(rule, mode, items, q, state="f32", max_q=16):
 
 def load_gate_points(paths):
     """{(mode, q, H, B, state, binary, "session/run"): {'0': us, '1': us}}: kda_bench CSVs of the
-    ladder (ladder_<binary>_<i>.csv) with --gate 0 and --gate 1; append keyed by Qr too. Where
+    ladder (ladder_<binary>_<i>.csv) with --gate 0 and --gate 1 (a row of --gate auto counts as
+    the mode its plan ran, gate_plan, where that mode was not forced); append keyed by Qr too. Where
     a run forced several variants, the pair takes the one `auto` runs in that mode (mode 0:
     auto_variant; mode 1: Wide for WS)."""
     points = {}
@@ -162,11 +163,15 @@ def load_gate_points(paths):
     for path in paths:
         binary = os.path.basename(path)[len("ladder_"):].rsplit("_", 1)[0]
         for r in csv.DictReader(open(path)):
-            if r.get("gate") not in ("0", "1"):
+            gate = r.get("gate")
+            forced = gate in ("0", "1")
+            if gate == "auto" and r.get("gate_plan") in ("0", "1"):
+                gate = r["gate_plan"]  # the planner's pick, by the mode it ran
+            elif not forced:
                 continue
             if r.get("variant_req", "auto") != "auto" and r["mode"] != "append":
                 want = pick(rules, r["mode"], int(r["H"]) * int(r["B"]), int(r["q"]))
-                if r["gate"] == "1" and want == "ws":
+                if gate == "1" and want == "ws":
                     want = "wide"
                 if r["variant"] != want:
                     continue
@@ -174,7 +179,9 @@ def load_gate_points(paths):
             run = os.path.dirname(os.path.abspath(path))
             key = (mode, int(r["q"]), int(r["H"]), int(r["B"]), r.get("state", "f32"), binary,
                    os.path.basename(os.path.dirname(run)) + "/" + os.path.basename(run))
-            points.setdefault(key, {})[r["gate"]] = float(r["us"])
+            # a forced mode's time stands; a run under `auto` only fills a mode not forced
+            if forced or gate not in points.get(key, {}):
+                points.setdefault(key, {})[gate] = float(r["us"])
     return {k: v for k, v in points.items() if len(v) == 2}
 
 
@@ -186,6 +193,9 @@ VERIFY_KERNEL_SESSION = 17
 # logits (the late wait) and the gate kernel's CTAs take 16-64 rows (19); every earlier mode 1
 # time is slower by up to 25% at small grids
 GATE_KERNEL_SESSION = 19
+# per_token with q = 2, 3: the Wide kernel's first waves (sessions 23, 24) and its out-gate
+# prefetch (25) made mode 1 on Wide faster than WS in mode 0, which won before (ladder_s17/run3)
+PER_TOKEN_LOW_Q_SESSION = 25
 H200_SMS = 132
 
 
@@ -204,7 +214,8 @@ def current_gate_points(points):
     17 ran an earlier q >= 2 Split/Wide kernel (session 17's: record q = 4 8%, q = 8 12% faster at
     H = 96, B = 256), so their pairs are left out too; and since session 19 gate mode 1 overlaps
     the step with the gate kernel (3-25% faster at 12-3072 items), so every pair before it is
-    left out."""
+    left out; and per_token with q = 2, 3 before session 25 ran a Wide kernel without its first
+    waves and out-gate prefetch."""
     limit = spread_items()
 
     def session(run):
@@ -218,6 +229,7 @@ def current_gate_points(points):
             (before < SPREAD_SESSION and k[2] * k[3] <= limit)
             or (before < VERIFY_KERNEL_SESSION and verify_qn)
             or before < GATE_KERNEL_SESSION
+            or (before < PER_TOKEN_LOW_Q_SESSION and k[0] == "per_token" and 2 <= k[1] <= 3)
         )
 
     return {k: v for k, v in points.items() if not stale(k)}

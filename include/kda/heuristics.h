@@ -232,12 +232,14 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 ///     with q = 2); q = 16 always (ladder_s16/run7: 0.67–0.89×); q = 1 from 6144 items
 ///     (0.92–0.96×, docs/data/ladder_s13);
 ///   per_token with q ≥ 4 always (q = 4: 0.93–0.97×, 1.02× at 768 items; q = 8: 0.88–0.96×, a tie
-///     at 768), q ≤ 3 never (unmeasured on this kernel; WS's mode 0 won there in ladder_s17/run3);
+///     at 768); q = 2, 3 always as well since the first waves and the out-gate prefetch (Wide in
+///     mode 1 against WS in mode 0: 0.74–0.96× at H = 12 and 96, 96 to 24,576 items, every
+///     measured point; docs/data/ladder_s25/run2);
 ///     under a forced Split / Wide variant per_token takes the record rule instead (SPEC §8's
 ///     commit = per_token identity: src/plan/plan.cpp).
 inline constexpr int64_t kSharedGateMinItems[] = {
     /*decode*/ 768, /*per_token (q >= 4)*/ 1, /*record*/ 1, /*fused*/ 1, /*append*/ 768};
-inline constexpr int kSharedGateMinQPerToken = 4;
+inline constexpr int kSharedGateMinQPerToken = 2;
 inline constexpr int64_t kSharedGateMinItemsQ1Verify = 6144;
 inline constexpr int64_t kSharedGateMinItemsQ16Verify = 1;
 inline constexpr int64_t kSharedGateMinItemsBf16Decode = 384;

@@ -68,6 +68,7 @@ cudaError_t set_attrs(int64_t smem) {
     for (cudaError_t x :
          {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
           cuda::set_step_attributes<1, float, 2, false>(smem), cuda::set_step_attributes<1, uint16_t, 2, false>(smem),
+          cuda::set_step_attributes<1, float, 3, false>(smem), cuda::set_step_attributes<1, uint16_t, 3, false>(smem),
           cuda::set_step_attributes<1, float, 4, false>(smem), cuda::set_step_attributes<1, uint16_t, 4, false>(smem),
           cuda::set_step_attributes<1, float, 8, false>(smem), cuda::set_step_attributes<1, uint16_t, 8, false>(smem),
           cuda::set_step_attributes<1, float, 16, false>(smem),
@@ -79,7 +80,7 @@ cudaError_t set_attrs(int64_t smem) {
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; with bf16 state and no F_B path, one cut for six CTAs per SM);
-/// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 4,
+/// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one).
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
@@ -96,6 +97,7 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
   if constexpr (SPLIT == 1) {
     switch (p.q) {
       case 2: return cuda::launch_step<1, StateT, 2, false>(p, plan.ctas, plan.smem, s);
+      case 3: return cuda::launch_step<1, StateT, 3, false>(p, plan.ctas, plan.smem, s);
       case 4: return cuda::launch_step<1, StateT, 4, false>(p, plan.ctas, plan.smem, s);
       case 8: return cuda::launch_step<1, StateT, 8, false>(p, plan.ctas, plan.smem, s);
       case 16: return cuda::launch_step<1, StateT, 16, false>(p, plan.ctas, plan.smem, s);

@@ -218,9 +218,9 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
   // NOTES: SPEC §8 holds commit(n) after a record step bitwise equal to the per-token state
   // after n tokens within one forced variant. Gate modes 0 and 1 sum the logits in different
   // orders (their gates differ in the last bits), so under a forced variant a per_token step
-  // takes the record step's gate rule: mode 1 at q = 2, 3 and at q = 1 from 6144 items too,
-  // where `auto` keeps per_token on WS's mode 0 (its own measured pick). Under the automatic
-  // variant the two kinds may run different variants anyway.
+  // takes the record step's gate rule: mode 1 at q = 1 from 6144 items too, where `auto` keeps
+  // per_token in mode 0 (its own measured pick; with q ≥ 2 the two rules agree). Under the
+  // automatic variant the two kinds may run different variants anyway.
   const StepMode gate_kind = forced && key.mode == StepMode::kPerToken ? StepMode::kRecord : key.mode;
   const int64_t ws_rows = cuda_config::gate_ws_rows(int64_t(key.B) * key.q);
   if (gm == GateMode::kPerItem && policy.gate_mode == GateMode::kAuto && ws_rows <= layer.gate_ws_rows &&

@@ -639,13 +639,13 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
     }
 }
 
-/// The Wide kernel's compile-time q instantiations (q = 2, 4, 8, 16 without the F_B path: gate
+/// The Wide kernel's compile-time q instantiations (q = 2, 3, 4, 8, 16 without the F_B path: gate
 /// modes 1 and 2) on every verify kind, both state dtypes and layouts, against the CPU backend;
 /// B up to 33 with pads, so more than one CTA per SM on small heads too.
 TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
   uint32_t seed = 6600;
   int cases = 0;
-  for (int q : {2, 4, 8, 16})
+  for (int q : {2, 3, 4, 8, 16})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 3; ++rep) {
         Config c;
@@ -810,18 +810,18 @@ TEST_F(CudaVsCpu, BitwiseDeterministicPerVariant) {
 /// commit(n) after a record-mode verify == the per-token state after n tokens, bitwise; and
 /// fused(pending = n) == flush(n) then fused(pending = 0), bitwise. q = 7, n = 6 and q = 16,
 /// n = 13 cross token groups (Split / Wide take tokens in groups of four and advance the state
-/// between them); q = 2, 4, 8, 16 with gate mode 1 on Wide run its compile-time q instantiations.
+/// between them); q = 2, 3, 4, 8, 16 with gate mode 1 on Wide run its compile-time q instantiations.
 TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
   for (Variant v : {Variant::kSplit, Variant::kWide, Variant::kWS})
-   for (int q : {2, 4, 7, 8, 16})
+   for (int q : {2, 3, 4, 7, 8, 16})
     for (int g = 0; g < 3; ++g) {
       // (g = 0, 1: gate mode `auto`; with the variant forced, per_token takes the record step's
       // gate mode, so at q = 2 both run mode 1: src/plan/plan.cpp)
       const bool bf16 = g == 1, gate1 = g == 2;
       if (gate1 && v == Variant::kWS) continue;
       if (v == Variant::kWS && q == 16) continue;  // two WS ring stages of q = 16 do not fit (refused)
-      if (v != Variant::kWide && (q == 2 || q == 8)) continue;  // (the run-time q kernels: q = 4, 7)
-      const int n = q == 2 ? 1 : q == 4 ? 2 : q == 8 ? 5 : q == 16 ? 13 : 6;  // records committed
+      if (v != Variant::kWide && (q == 2 || q == 3 || q == 8)) continue;  // (the run-time q kernels: q = 4, 7)
+      const int n = q == 2 ? 1 : q == 3 ? 2 : q == 4 ? 2 : q == 8 ? 5 : q == 16 ? 13 : 6;  // records committed
       Config c;
       c.gate1 = gate1;
       c.variant = v;

@@ -305,10 +305,10 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
   // missing.
   const DeviceInfo d = gpu();
   for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
-   for (int q : {1, 4, 8, 16}) {
+   for (int q : {1, 2, 3, 4, 8, 16}) {
     if ((m == StepMode::kDecode || m == StepMode::kAppend) && q != 1) continue;
-    // per_token below q = 4: WS's mode 0 at every size (docs/data/ladder_s17/run3)
-    if (m == StepMode::kPerToken && q < 4) {
+    // per_token with one token: the Split / Wide q = 1 kernel in mode 0 at every size
+    if (m == StepMode::kPerToken && q == 1) {
       EXPECT_FALSE(kda::heuristics::auto_shared_gate(int64_t(1) << 20, m, q)) << "per_token q = " << q;
       continue;
     }
@@ -317,7 +317,7 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
     while (!kda::heuristics::auto_shared_gate(int64_t(H) * B, m, q)) ++B;  // the first B past the threshold
     // with the late wait the gate kernel pays back at one request for the verify kinds with
     // q >= 2 (docs/data/ladder_s19/run3); decode, append and q = 1 verify need more items
-    if (q >= 4)
+    if (q >= 2)
       ASSERT_EQ(B, 1) << kda::mode_name(m);
     else
       ASSERT_GT(B, 1) << kda::mode_name(m) << ": mode 1 at one request";
@@ -391,10 +391,11 @@ TEST(Plan, ForcedVariantsGivePerTokenTheRecordStepsGateMode) {
         aligned += pt.gate_mode == GateMode::kShared;
       }
   EXPECT_GT(aligned, 0);
-  // under the automatic variant per_token keeps its own rule
+  // under the automatic variant per_token keeps its own rule (q = 1: mode 0 at every size;
+  // record from 6144 items)
   const LayerShape l = layer(2);
-  EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 64, 2}, pol(), l, d).gate_mode, GateMode::kPerItem);
-  EXPECT_EQ(kda::plan_step({StepMode::kRecord, 64, 2}, pol(), l, d).gate_mode, GateMode::kShared);
+  EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 4096, 1}, pol(), l, d).gate_mode, GateMode::kPerItem);
+  EXPECT_EQ(kda::plan_step({StepMode::kRecord, 4096, 1}, pol(), l, d).gate_mode, GateMode::kShared);
 }
 
 TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {

@@ -119,7 +119,8 @@ GATE_RUNS = [os.path.join(ROOT, "docs", "data", "ladder_s13", r) for r in ("run3
     os.path.join(ROOT, "docs", "data", "ladder_s15", "run5"),
     os.path.join(ROOT, "docs", "data", "ladder_s16", "run7"),
     os.path.join(ROOT, "docs", "data", "ladder_s17", "run3")] + [
-    os.path.join(ROOT, "docs", "data", "ladder_s19", r) for r in ("run2", "run3")]
+    os.path.join(ROOT, "docs", "data", "ladder_s19", r) for r in ("run2", "run3")] + [
+    os.path.join(ROOT, "docs", "data", "ladder_s25", "run2")]
 
 
 def _gate_points(pe):

@@ -61,11 +61,11 @@ namespace cg = cooperative_groups;
 
 /// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, Q tokens per request
 /// (1: decode / append, whose shared-memory offsets are then constants and whose token
-/// vectors stay in registers; 0: q at run time, the verify kinds; 2, 4, 8, 16: the verify kinds
-/// at that q with offsets, token loops and token groups fixed at compile time, instantiated for
-/// Wide without the F_B path: record and fused up to 12% faster than Q = 0 (fused q = 4 at six
-/// requests +0.9%), per_token −5…+0.3%,
-/// docs/data/ladder_s21/run4, docs/data/ladder_s22/run1),
+/// vectors stay in registers; 0: q at run time, the verify kinds; 2, 3, 4, 8, 16: the verify
+/// kinds at that q with offsets, token loops and token groups fixed at compile time, instantiated
+/// for Wide without the F_B path: record and fused up to 12% faster than Q = 0 (fused q = 4 at
+/// six requests +0.9%), per_token −5…+0.3%, q = 3 record 9–12% and fused 5–7% faster,
+/// docs/data/ladder_s21/run4, docs/data/ladder_s22/run1, docs/data/ladder_s25/run2),
 /// and GATE_FB: whether the kernel may compute the gate from F_B (gate mode 0). The register
 /// budget is cut for four CTAs per SM.
 /// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
@@ -397,6 +397,16 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
           }
         }
       }
+      // the out gate of the CTA's rows, read in the epilogue (StepSmem::late_out_gate): its lines
+      // prefetched into L1 now, so the epilogue's loads hit there instead of ending the item's
+      // chain with one more round trip (three addresses per token cover RC ≤ 128 bf16 at any
+      // 16-byte alignment of the row)
+      if (p.output_norm && tid >= K && tid < K + 3 * q) {
+        const int t = (tid - K) / 3, part = (tid - K) % 3;
+        const int c = part == 0 ? 0 : part == 1 ? (RC > 64 ? 64 : RC - 1) : RC - 1;
+        asm volatile(
+            "prefetch.global.L1 [%0];" ::"l"(p.out_gate + (row_base + t) * p.out_gate_row + h * K + rank * RC + c));
+      }
       if (bt_here) s_beta[tid] = sigmoidf_(bf16_to_f32(bt));
       if (ts_here) s_tslots[tid - 32] = ts;
       // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate:
@@ -519,7 +529,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       const float yq = silu(aq), yk = silu(ak);
       s_yq[t * K + tid] = yq;
       s_yk[t * K + tid] = yk;
-      if constexpr (T::kQ == 1) {  // q >= 2: one warp per token sums them (below)
+      if constexpr (T::kQ == 1) {  // q >= 2: summed per token (below)
         const float sq = warp_sum(yq * yq), sk = warp_sum(yk * yk), sqk = warp_sum(yq * yk);
         if (lane == 0) {
           s_part[t * 12 + warp * 3 + 0] = sq;
@@ -599,37 +609,75 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       }
       for (int t = q; t < qg; ++t) s_kgq[token_group_store_row<RPW>(c >> 2, side, t, q, qg) * K + c] = 0.f;
     }
-    // one warp per token t: its norms, and the in-group coefficients for j = t0 + jj < t,
+    // The token norms and in-group coefficients: for a token t and each earlier token j = t0 + jj
+    // of its group,
     //   M[t][jj] = Σ_c k_j k_t Π_{j<τ≤t} e_τ,  N[t][jj] = Σ_c k_j q_t Π_{j<τ≤t} e_τ;  N[t][t − t0] = k_t·q_t
-    // (1/|y_k| of the group's earlier tokens is summed again here: cheaper than a barrier)
     // 1/|y| of a token's vector, the lane holding four of its channels (fixed order: every warp
-    // that sums a token gets the same bits)
+    // that sums a token gets the same bits; 1/|y_k| of earlier tokens is summed again where a
+    // pair needs it: cheaper than a barrier)
     auto inv_norm = [](const float4& y) { return 1.0f / sqrtf(warp_sum(dot4(y, y)) + kL2Eps); };
-    for (int t = warp; t < q; t += T::kWarps) {
-      const int tt = t % cuda_config::kTokenGroup;
-      const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
-      const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
-      const float ikt = inv_norm(ykt);
-      const float iqs = inv_norm(yqt) * kQScale;
-      const float kq = warp_sum(dot4(yqt, ykt)) * ikt * iqs;
-      float4 P = make_float4(1.f, 1.f, 1.f, 1.f);
-      for (int jj = tt - 1; jj >= 0; --jj) {
-        const int j = t - tt + jj;
-        const float4 e4 = *reinterpret_cast<const float4*>(s_e + (j + 1) * K + lane * 4);
-        P = make_float4(P.x * e4.x, P.y * e4.y, P.z * e4.z, P.w * e4.w);
-        const float4 ykj = *reinterpret_cast<const float4*>(s_yk + j * K + lane * 4);
-        const float4 x = make_float4(ykj.x * P.x, ykj.y * P.y, ykj.z * P.z, ykj.w * P.w);
-        const float m = warp_sum(dot4(x, ykt)), nn = warp_sum(dot4(x, yqt));
-        const float ikj = inv_norm(ykj);
-        if (lane == 0) {
-          s_mn[t * 8 + jj] = m * ikj * ikt;
-          s_mn[t * 8 + 4 + jj] = nn * ikj * iqs;
-        }
-      }
+    // the pair (t, jj) from P = Π_{j<τ≤t} e_τ of the lane's channels
+    auto store_pair = [&](int t, int jj, const float4& P, const float4& ykt, const float4& yqt, float ikt, float iqs) {
+      const float4 ykj =
+          *reinterpret_cast<const float4*>(s_yk + (t - t % cuda_config::kTokenGroup + jj) * K + lane * 4);
+      const float4 x = make_float4(ykj.x * P.x, ykj.y * P.y, ykj.z * P.z, ykj.w * P.w);
+      const float m = warp_sum(dot4(x, ykt)), nn = warp_sum(dot4(x, yqt));
+      const float ikj = inv_norm(ykj);
       if (lane == 0) {
-        s_mn[t * 8 + 4 + tt] = kq;
+        s_mn[t * 8 + jj] = m * ikj * ikt;
+        s_mn[t * 8 + 4 + jj] = nn * ikj * iqs;
+      }
+    };
+    // token t's own: its norms and N[t][t − t0] = kq
+    auto store_token = [&](int t, float kq, float ikt, float iqs) {
+      if (lane == 0) {
+        s_mn[t * 8 + 4 + t % cuda_config::kTokenGroup] = kq;
         s_nrm[t] = ikt;
         s_nrm[kMaxQ + t] = iqs;
+      }
+    };
+    auto e4_at = [&](int tau) { return *reinterpret_cast<const float4*>(s_e + tau * K + lane * 4); };
+    if constexpr (T::kQ == 3 || T::kQ == 4) {
+      // NOTES: one group of three or four tokens: one warp per pair (t, jj) and one for token 0,
+      // four or seven warps side by side. With one warp per token, the group's last token ran its
+      // three pairs one after another while the other warps waited at the barrier below (10% of
+      // the stall samples of record q = 4 at one request): record q = 3 and 4 1–3% faster, fused
+      // up to 5%; q = 8 (two groups over eight warps either way) was 1–2% slower with its 14 pairs
+      // over the warps, q = 2 spills with them (docs/PERFORMANCE.md, "Session 25").
+      constexpr int kTasks = T::kQ * (T::kQ - 1) / 2 + 1;  // (t, jj): (0, −), (1, 0), (2, 0), (2, 1), (3, 0), …
+      if (warp < kTasks) {
+        const int t = warp == 0 ? 0 : warp == 1 ? 1 : warp <= 3 ? 2 : 3;
+        const int jj = warp == 0 ? -1 : warp - t * (t - 1) / 2 - 1;  // −1: token 0's norms only
+        const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
+        const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+        const float ikt = inv_norm(ykt);
+        const float iqs = inv_norm(yqt) * kQScale;
+        if (jj >= 0) {
+          float4 P = make_float4(1.f, 1.f, 1.f, 1.f);  // e_t first, as the per-token loop below
+          for (int l = t - 1; l >= jj; --l) {
+            const float4 e4 = e4_at(l + 1);
+            P = make_float4(P.x * e4.x, P.y * e4.y, P.z * e4.z, P.w * e4.w);
+          }
+          store_pair(t, jj, P, ykt, yqt, ikt, iqs);
+        }
+        if (jj == t - 1) store_token(t, warp_sum(dot4(yqt, ykt)) * ikt * iqs, ikt, iqs);
+      }
+    } else {
+      // one warp per token t: its norms, then its pairs from jj = tt − 1 down
+      for (int t = warp; t < q; t += T::kWarps) {
+        const int tt = t % cuda_config::kTokenGroup;
+        const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
+        const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+        const float ikt = inv_norm(ykt);
+        const float iqs = inv_norm(yqt) * kQScale;
+        const float kq = warp_sum(dot4(yqt, ykt)) * ikt * iqs;
+        float4 P = make_float4(1.f, 1.f, 1.f, 1.f);
+        for (int jj = tt - 1; jj >= 0; --jj) {
+          const float4 e4 = e4_at(t - tt + jj + 1);
+          P = make_float4(P.x * e4.x, P.y * e4.y, P.z * e4.z, P.w * e4.w);
+          store_pair(t, jj, P, ykt, yqt, ikt, iqs);
+        }
+        store_token(t, kq, ikt, iqs);
       }
     }
     __syncthreads();
