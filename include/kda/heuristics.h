@@ -41,8 +41,9 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// 576 items (WS takes 7–29% longer at q = 8; at q = 4 13–26% longer from 3072 items, within
 /// 5% either way at 576 and 768), on WS below (Wide 1–16% longer at 12–96 items; at 192 record
 /// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). q = 16 does not
-/// fit WS's ring: Wide. (Under gate mode 1, which `auto` takes for record and fused from 192
-/// items, the verify kinds run Wide anyway: auto_variant_shared_gate.)
+/// fit WS's ring: Wide. These tables are gate mode 0's and mode 2's (session 17's kernels): under
+/// gate mode 1, which `auto` takes with a gate workspace for every verify kind with q ≥ 2 at every
+/// size, they run Wide (auto_variant_shared_gate).
 /// Up to 12 items every verify kind runs Split, as decode does: under the planner's gate rule it
 /// took 0.9–40% less time than the pick of the tables below at every measured point (H = 12,
 /// B = 1 and H = 4, B = 2, 3; q = 1…16; record, fused, per_token: record q = 4 11.90 against
