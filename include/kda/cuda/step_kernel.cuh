@@ -616,10 +616,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     // that sums a token gets the same bits; 1/|y_k| of earlier tokens is summed again where a
     // pair needs it: cheaper than a barrier)
     auto inv_norm = [](const float4& y) { return 1.0f / sqrtf(warp_sum(dot4(y, y)) + kL2Eps); };
+    // the lane's four channels of token t's row of a [q][K] operand
+    auto row4 = [&](const float* s, int t) { return load_smem_row4(s + t * K + lane * 4); };
     // the pair (t, jj) from P = Π_{j<τ≤t} e_τ of the lane's channels
     auto store_pair = [&](int t, int jj, const float4& P, const float4& ykt, const float4& yqt, float ikt, float iqs) {
-      const float4 ykj =
-          *reinterpret_cast<const float4*>(s_yk + (t - t % cuda_config::kTokenGroup + jj) * K + lane * 4);
+      const float4 ykj = row4(s_yk, t - t % cuda_config::kTokenGroup + jj);
       const float4 x = make_float4(ykj.x * P.x, ykj.y * P.y, ykj.z * P.z, ykj.w * P.w);
       const float m = warp_sum(dot4(x, ykt)), nn = warp_sum(dot4(x, yqt));
       const float ikj = inv_norm(ykj);
@@ -636,7 +637,6 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         s_nrm[kMaxQ + t] = iqs;
       }
     };
-    auto e4_at = [&](int tau) { return *reinterpret_cast<const float4*>(s_e + tau * K + lane * 4); };
     if constexpr (T::kQ == 3 || T::kQ == 4) {
       // NOTES: one group of three or four tokens: one warp per pair (t, jj) and one for token 0,
       // four or seven warps side by side. With one warp per token, the group's last token ran its
@@ -648,14 +648,14 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       if (warp < kTasks) {
         const int t = warp == 0 ? 0 : warp == 1 ? 1 : warp <= 3 ? 2 : 3;
         const int jj = warp == 0 ? -1 : warp - t * (t - 1) / 2 - 1;  // −1: token 0's norms only
-        const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
-        const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+        const float4 ykt = row4(s_yk, t);
+        const float4 yqt = row4(s_yq, t);
         const float ikt = inv_norm(ykt);
         const float iqs = inv_norm(yqt) * kQScale;
         if (jj >= 0) {
           float4 P = make_float4(1.f, 1.f, 1.f, 1.f);  // e_t first, as the per-token loop below
           for (int l = t - 1; l >= jj; --l) {
-            const float4 e4 = e4_at(l + 1);
+            const float4 e4 = row4(s_e, l + 1);
             P = make_float4(P.x * e4.x, P.y * e4.y, P.z * e4.z, P.w * e4.w);
           }
           store_pair(t, jj, P, ykt, yqt, ikt, iqs);
@@ -666,14 +666,14 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       // one warp per token t: its norms, then its pairs from jj = tt − 1 down
       for (int t = warp; t < q; t += T::kWarps) {
         const int tt = t % cuda_config::kTokenGroup;
-        const float4 ykt = *reinterpret_cast<const float4*>(s_yk + t * K + lane * 4);
-        const float4 yqt = *reinterpret_cast<const float4*>(s_yq + t * K + lane * 4);
+        const float4 ykt = row4(s_yk, t);
+        const float4 yqt = row4(s_yq, t);
         const float ikt = inv_norm(ykt);
         const float iqs = inv_norm(yqt) * kQScale;
         const float kq = warp_sum(dot4(yqt, ykt)) * ikt * iqs;
         float4 P = make_float4(1.f, 1.f, 1.f, 1.f);
         for (int jj = tt - 1; jj >= 0; --jj) {
-          const float4 e4 = e4_at(t - tt + jj + 1);
+          const float4 e4 = row4(s_e, t - tt + jj + 1);
           P = make_float4(P.x * e4.x, P.y * e4.y, P.z * e4.z, P.w * e4.w);
           store_pair(t, jj, P, ykt, yqt, ikt, iqs);
         }
