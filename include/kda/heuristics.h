@@ -234,7 +234,7 @@ inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, in
 ///     (0.92–0.96×, docs/data/ladder_s13);
 ///   per_token with q ≥ 4 always (q = 4: 0.93–0.97×, 1.02× at 768 items; q = 8: 0.88–0.96×, a tie
 ///     at 768); q = 2, 3 always as well since the first waves and the out-gate prefetch (Wide in
-///     mode 1 against WS in mode 0: 0.74–0.96× at H = 12 and 96, 96 to 24,576 items, every
+///     mode 1 against WS in mode 0: 0.77–0.99× at H = 12 and 96, 96 to 24,576 items, every
 ///     measured point; docs/data/ladder_s25/run2);
 ///     under a forced Split / Wide variant per_token takes the record rule instead (SPEC §8's
 ///     commit = per_token identity: src/plan/plan.cpp).

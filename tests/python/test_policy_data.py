@@ -153,6 +153,25 @@ def test_gate_rule_within_5_percent_at_95_percent_of_points_and_10_everywhere():
     assert worst[3] <= 1.10, f"pick/best {worst[3]:.3f} at {worst[0]}"
 
 
+def test_gate_points_take_auto_rows_by_their_plans_mode(tmp_path):
+    # a --gate auto row counts as the mode its plan ran (gate_plan) where that mode was not forced;
+    # a forced row of the same point and mode keeps its own time
+    pe = _policy_eval()
+    head = "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,vs_peer,gate_plan"
+    run = tmp_path / "ladder_s25" / "run9"
+    run.mkdir(parents=True)
+    (run / "ladder_x_0.csv").write_text(head + "\n"
+                                        "per_token,2,96,8,wide,wide,1,f32,1,sd,0,50.0,1,0,0,0,0,0,1\n"
+                                        "per_token,3,96,8,wide,wide,1,f32,1,sd,0,70.0,1,0,0,0,0,0,1\n")
+    (run / "ladder_x_1.csv").write_text(head + "\n"
+                                        "per_token,2,96,8,auto,ws,1,f32,auto,sd,0,60.0,1,0,0,0,0,0,0\n"
+                                        "per_token,3,96,8,auto,wide,1,f32,auto,sd,0,71.0,1,0,0,0,0,0,1\n"
+                                        "per_token,3,96,8,ws,ws,1,f32,0,sd,0,80.0,1,0,0,0,0,0,0\n")
+    pts = pe.load_gate_points(sorted(str(p) for p in run.glob("ladder_*.csv")))
+    assert pts == {("per_token", 2, 96, 8, "f32", "x", "ladder_s25/run9"): {"1": 50.0, "0": 60.0},
+                   ("per_token", 3, 96, 8, "f32", "x", "ladder_s25/run9"): {"1": 70.0, "0": 80.0}}
+
+
 def test_gate_scorer_catches_a_bad_rule():
     # mode 1 everywhere loses 1.10-1.16x at one to four requests of decode (the gate kernel's
     # latency, which a grid of under a few hundred items does not hide), and mode 0 for the

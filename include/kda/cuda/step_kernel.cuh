@@ -64,7 +64,7 @@ namespace cg = cooperative_groups;
 /// vectors stay in registers; 0: q at run time, the verify kinds; 2, 3, 4, 8, 16: the verify
 /// kinds at that q with offsets, token loops and token groups fixed at compile time, instantiated
 /// for Wide without the F_B path: record and fused up to 12% faster than Q = 0 (fused q = 4 at
-/// six requests +0.9%), per_token −5…+0.3%, q = 3 record 9–12% and fused 5–7% faster,
+/// six requests +0.9%), per_token −5…+0.3%, q = 3 record 7–12% and fused up to 7% faster,
 /// docs/data/ladder_s21/run4, docs/data/ladder_s22/run1, docs/data/ladder_s25/run2),
 /// and GATE_FB: whether the kernel may compute the gate from F_B (gate mode 0). The register
 /// budget is cut for four CTAs per SM.
@@ -641,8 +641,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       // NOTES: one group of three or four tokens: one warp per pair (t, jj) and one for token 0,
       // four or seven warps side by side. With one warp per token, the group's last token ran its
       // three pairs one after another while the other warps waited at the barrier below (10% of
-      // the stall samples of record q = 4 at one request): record q = 3 and 4 1–3% faster, fused
-      // up to 5%; q = 8 (two groups over eight warps either way) was 1–2% slower with its 14 pairs
+      // the stall samples of record q = 4 at one request): record q = 3 and 4 up to 2.5% faster, fused
+      // up to 5%; q = 8 (two groups over eight warps either way) was 0.5–1.8% slower with its 14 pairs
       // over the warps, q = 2 spills with them (docs/PERFORMANCE.md, "Session 25").
       constexpr int kTasks = T::kQ * (T::kQ - 1) / 2 + 1;  // (t, jj): (0, −), (1, 0), (2, 0), (2, 1), (3, 0), …
       if (warp < kTasks) {
