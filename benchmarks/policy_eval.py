@@ -19,6 +19,11 @@ measured is listed as such and not scored.
 scores the variants measured under the planner's gate rule (`--gate auto`): a forced variant
 against the `auto` rows, which count as the variant the plan ran.
 
+    python3 benchmarks/policy_eval.py --gate-2 docs/data/ladder_s26/run1/ladder_final_*.csv
+
+scores the forced variants of runs with the gate precomputed (`--gate 2`), where the pick is
+auto_variant_without_fb's (Wide for WS).
+
     python3 benchmarks/policy_eval.py --gate docs/data/ladder_s13/run3/*.csv ...
 
 scores the gate rule instead (auto_shared_gate: mode 1 or mode 0 under `gate auto`) against
@@ -64,13 +69,15 @@ def table_of(mode, q):
     return "kVerifyQ1Rules" if q == 1 else "kVerifyQ4Rules" if q >= 4 else "kVerifyQ2Rules"
 
 
-def pick(rules, mode, items, q=1):
+def pick(rules, mode, items, q=1, gate="0"):
+    """auto_variant's pick; without the F_B path in the step (gate modes 1 and 2) Wide where
+    that is WS (auto_variant_without_fb)."""
     table = rules[table_of(mode, q)]
     v = table[0][1]
     for n, var in table:
         if items >= n:
             v = var
-    return v
+    return "wide" if v == "ws" and gate in ("1", "2") else v
 
 
 def load_points(paths, gate="0"):
@@ -98,9 +105,9 @@ def load_points(paths, gate="0"):
     return points
 
 
-def score(rules, points):
+def score(rules, points, gate="0"):
     """One row per point with >= 2 variants: (key, best, pick, pick/best or None if the pick
-    was not measured, times)."""
+    was not measured, times); `gate`: the gate mode the points ran (pick)."""
     rows = []
     for key in sorted(points):
         times = points[key]
@@ -108,7 +115,7 @@ def score(rules, points):
             continue
         mode, q, H, B = key
         best = min(times, key=times.get)
-        p = pick(rules, mode, B * H, q)
+        p = pick(rules, mode, B * H, q, gate)
         rows.append((key, best, p, times[p] / times[best] if p in times else None, times))
     return rows
 
@@ -170,9 +177,7 @@ def load_gate_points(paths):
             elif not forced:
                 continue
             if r.get("variant_req", "auto") != "auto" and r["mode"] != "append":
-                want = pick(rules, r["mode"], int(r["H"]) * int(r["B"]), int(r["q"]))
-                if gate == "1" and want == "ws":
-                    want = "wide"
+                want = pick(rules, r["mode"], int(r["H"]) * int(r["B"]), int(r["q"]), gate)
                 if r["variant"] != want:
                     continue
             mode = r["mode"] + (f"/{r['qr']}" if r["mode"] == "append" else "")
@@ -265,10 +270,12 @@ def main(paths):
     gate = "0"
     if paths and paths[0] == "--auto-gate":  # runs under the planner's gate rule (load_points)
         gate, paths = "auto", paths[1:]
+    elif paths and paths[0] == "--gate-2":  # forced variants with the gate precomputed
+        gate, paths = "2", paths[1:]
     if not paths:
         print(__doc__)
         return 2
-    rows = score(rules_from_header(), load_points(paths, gate))
+    rows = score(rules_from_header(), load_points(paths, gate), gate)
     print(f"{'mode':9s} {'q':>2s} {'H':>3s} {'B':>4s} {'items':>6s}  {'best':6s} {'pick':6s} {'pick/best':>9s}  times")
     for (mode, q, H, B), best, p, ratio, times in rows:
         detail = " ".join(f"{v}={t:.1f}" for v, t in sorted(times.items()))

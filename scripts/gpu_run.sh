@@ -34,7 +34,8 @@
 # skipped and these are run; BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
 # FUZZ_DEADLINE (s since start) ends the fuzz stage in time;
 # PYTEST_K selects Python tests (pytest -k); CUDA_FILTER the C++ GPU tests (a gtest filter);
-# CUDA_TESTS_VARIANTS="NAME…" also runs $BIN/kda_cuda_tests_NAME under CUDA_VARIANTS_FILTER.
+# CUDA_TESTS_VARIANTS="NAME…" also runs $BIN/kda_cuda_tests_NAME under CUDA_VARIANTS_FILTER_NAME
+# (else CUDA_VARIANTS_FILTER).
 #
 # The device machine has no GoogleTest and no network. Before the call, on this machine:
 #   mkdir -p .gpu && cp -r /usr/src/googletest .gpu/                      # C++ tests
@@ -95,10 +96,11 @@ has cpu && run_gtest cpu-tests "$TESTS_BIN"
 has cuda && run_gtest cuda-tests "$CUDA_TESTS_BIN" "${CUDA_FILTER:-*}"
 # CUDA_TESTS_VARIANTS="NAME…": $BIN/kda_cuda_tests_NAME too (GPU test binaries with other plan
 # knobs or a planted bug: TARGET=kda_cuda_tests benchmarks/ladder/build_variants.sh), under
-# CUDA_VARIANTS_FILTER (default: CUDA_FILTER)
+# CUDA_VARIANTS_FILTER_NAME, else CUDA_VARIANTS_FILTER (default: CUDA_FILTER)
 if has cuda; then
   for v in ${CUDA_TESTS_VARIANTS:-}; do
-    run_gtest "cuda-tests-$v" "$(dirname "$CUDA_TESTS_BIN")/kda_cuda_tests_$v" "${CUDA_VARIANTS_FILTER:-${CUDA_FILTER:-*}}"
+    vf="CUDA_VARIANTS_FILTER_$v"  # a filter of its own for this binary, if set
+    run_gtest "cuda-tests-$v" "$(dirname "$CUDA_TESTS_BIN")/kda_cuda_tests_$v" "${!vf:-${CUDA_VARIANTS_FILTER:-${CUDA_FILTER:-*}}}"
   done
 fi
 

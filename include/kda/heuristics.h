@@ -40,10 +40,13 @@ inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::
 /// q = 2 on WS (Wide within 2% at 3072 items, 1–24% longer elsewhere), at q ≥ 4 on Wide from
 /// 576 items (WS takes 7–29% longer at q = 8; at q = 4 13–26% longer from 3072 items, within
 /// 5% either way at 576 and 768), on WS below (Wide 1–16% longer at 12–96 items; at 192 record
-/// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). q = 16 does not
-/// fit WS's ring: Wide. These tables are gate mode 0's and mode 2's (session 17's kernels): under
-/// gate mode 1, which `auto` takes with a gate workspace for every verify kind with q ≥ 2 at every
-/// size, they run Wide (auto_variant_shared_gate).
+/// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). Session 26's kernels in gate mode 0
+/// (docs/data/ladder_s26/run1, q = 2, 4, H = 96, B = 1, 2, 6, 64 and H = 12, B = 16, 32): per_token
+/// still on WS (Wide 7–34% longer), record and fused at q = 2 on WS but at 384 items (Wide 5–10%
+/// faster there), at q = 4 Wide from 192 items (WS 3–10% longer at 192, 17–21% at 384; at 576
+/// record 5.5% faster on WS, fused a tie), so q ≥ 4 takes Wide from 192. q = 16 does not fit
+/// WS's ring: Wide. These tables are gate mode 0's: without the F_B path in the step (gate modes
+/// 1 and 2) they run Wide where they say WS (auto_variant_without_fb).
 /// Up to 12 items every verify kind runs Split, as decode does: under the planner's gate rule it
 /// took 0.9–40% less time than the pick of the tables below at every measured point (H = 12,
 /// B = 1 and H = 4, B = 2, 3; q = 1…16; record, fused, per_token: record q = 4 11.90 against
@@ -53,7 +56,7 @@ inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kSplit}, {13, Variant
 inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};  // record, fused at q = 1
 inline constexpr AutoRule kVerifyQ2Rules[] = {{0, Variant::kSplit}, {13, Variant::kWS}};    // record, fused at q = 2, 3
 inline constexpr AutoRule kVerifyQ4Rules[] = {
-    {0, Variant::kSplit}, {13, Variant::kWS}, {576, Variant::kWide}};  // q >= 4
+    {0, Variant::kSplit}, {13, Variant::kWS}, {192, Variant::kWide}};  // q >= 4
 
 /// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
 /// many CTAs per SM. KDA_SPLIT_TARGET_CTAS_PER_SM: the ladder's knob (1: half the split at
@@ -269,9 +272,12 @@ inline int gate_tile_rows(int H, int64_t rows) {
   return cuda_config::kGateRowsPerCta;
 }
 
-/// The variant of a gate mode 1 step under `auto`: the pick of auto_variant, with Wide
-/// where that is WS (WS reads its gate through its ring in bf16).
-inline Variant auto_variant_shared_gate(int64_t items, StepMode mode, int q) {
+/// The variant of a step without the F_B path (gate modes 1 and 2) under `auto`: the pick of
+/// auto_variant, with Wide where that is WS. Mode 1: WS reads its gate through its ring in bf16.
+/// Mode 2 (the gate precomputed, as vLLM's adapter runs it): Wide beat WS at all 36 verify points
+/// measured (q = 2, 4; per_token, record, fused; H = 96, B = 1, 2, 6, 64 and H = 12, B = 16, 32:
+/// WS took 1.001–1.98 × Wide's time; docs/data/ladder_s26/run1). WS runs only in gate mode 0.
+inline Variant auto_variant_without_fb(int64_t items, StepMode mode, int q) {
   const Variant v = auto_variant(items, mode, q);
   return v == Variant::kWS ? Variant::kWide : v;
 }

@@ -552,8 +552,9 @@ TEST(Plan, WsFusedStagesHoldEveryPendingRecord) {
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   // kda/heuristics.h: every kind Split up to 12 items; from 13: decode and append Wide, verify
-  // q = 1 Wide, per_token q > 1 WS, record / fused WS and at q >= 4 Wide from 576 items; Wide
-  // wherever the layout forbids bulk copies or two WS ring stages do not fit.
+  // q = 1 Wide, per_token q > 1 WS, record / fused WS and at q >= 4 Wide from 192 items; Wide
+  // wherever the layout forbids bulk copies or two WS ring stages do not fit. WS only in gate
+  // mode 0: with the gate precomputed (mode 2) the same keys run Wide.
   const DeviceInfo d = gpu();
   LayerShape l = shape(32);
   l.stream_ok = true;
@@ -577,15 +578,32 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 4, l), Variant::kWS);
   EXPECT_EQ(pick(StepMode::kPerToken, 256, 1, l), Variant::kWide);  // q = 1: Wide everywhere
   for (StepMode m : {StepMode::kRecord, StepMode::kFused}) {
-    EXPECT_EQ(pick(m, 17, 4, l), Variant::kWS) << int(m);    // 544 items
-    EXPECT_EQ(pick(m, 18, 4, l), Variant::kWide) << int(m);  // 576
-    EXPECT_EQ(pick(m, 256, 2, l), Variant::kWS) << int(m);   // q = 2: WS at every size
+    EXPECT_EQ(pick(m, 5, 4, l), Variant::kWS) << int(m);    // 160 items
+    EXPECT_EQ(pick(m, 6, 4, l), Variant::kWide) << int(m);  // 192
+    EXPECT_EQ(pick(m, 256, 2, l), Variant::kWS) << int(m);  // q = 2: WS at every size
     LayerShape l10 = l;
     l10.window = 10;  // W - 2 + q for q = 8
-    EXPECT_EQ(pick(m, 17, 8, l10), Variant::kWS) << int(m);
+    EXPECT_EQ(pick(m, 5, 8, l10), Variant::kWS) << int(m);
     EXPECT_EQ(pick(m, 256, 8, l10), Variant::kWide) << int(m);
     EXPECT_EQ(pick(m, 8, 1, l), Variant::kWide) << int(m);   // q = 1
   }
+  // gate mode 2 (no F_B in the step): Wide wherever mode 0 would run WS
+  LayerShape l2 = l;
+  l2.has_f_b = false;
+  for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+    for (int q : {2, 4})
+      for (int B : {1, 5, 256}) {
+        EXPECT_EQ(pick(m, B, q, l), B == 256 && q == 4 && m != StepMode::kPerToken ? Variant::kWide : Variant::kWS)
+            << int(m) << " q " << q << " B " << B << ": mode 0";
+        const Plan p2 = kda::plan_step({m, B, q}, pol(), l2, d);
+        EXPECT_EQ(p2.gate_mode, GateMode::kPrecomputed);
+        EXPECT_EQ(p2.variant, Variant::kWide) << int(m) << " q " << q << " B " << B << ": mode 2";
+        EXPECT_EQ(kda::plan_step({m, B, q}, pol(Variant::kAuto, GateMode::kPrecomputed), l, d).variant, Variant::kWide);
+        EXPECT_EQ(kda::plan_step({m, B, q}, pol(Variant::kWS, GateMode::kPrecomputed), l, d).variant, Variant::kWS)
+            << "a forced 'ws' runs in mode 2";
+      }
+  EXPECT_EQ(kda::plan_step({StepMode::kPerToken, 3, 4}, pol(), [&] { LayerShape t = l2; t.H = 4; return t; }(), d).variant,
+            Variant::kSplit) << "12 items: Split in mode 2 too";
   l.stream_ok = false;
   EXPECT_EQ(pick(StepMode::kDecode, 3, 1, l), Variant::kWide);
   EXPECT_EQ(pick(StepMode::kPerToken, 8, 4, l), Variant::kWide);

@@ -14,11 +14,14 @@ from harness import load_tree_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the sweeps of the kernels in this tree (Split/Wide streamed through shared memory, WS):
-# session 11's, and for the verify kinds at q >= 2 session 17's (Wide against WS in gate mode 0;
-# policy_eval.load_points leaves the earlier q >= 2 verify rows out)
+# session 11's, and for the verify kinds at q >= 2 session 17's and 26's (Wide against WS in gate
+# modes 0 and 2; policy_eval.load_points leaves the earlier q >= 2 verify rows out, and a later
+# file's point supersedes an earlier one's)
+S26_RUN1 = os.path.join(ROOT, "docs", "data", "ladder_s26", "run1")
+S26_WS_WIDE = [os.path.join(S26_RUN1, f"ladder_final_{i}.csv") for i in (4, 5, 6, 7)]
 SWEEPS = [os.path.join(ROOT, "docs", "data", f) for f in
           ("sweep_s11_run3_decode.csv", "sweep_s11_run3_verify_q4.csv", "sweep_s11_run3_verify_q.csv",
-           os.path.join("ladder_s17", "run3", "ladder_pn_0.csv"))]
+           os.path.join("ladder_s17", "run3", "ladder_pn_0.csv"))] + S26_WS_WIDE
 
 
 def _policy_eval():
@@ -71,6 +74,21 @@ def test_pick_within_5_percent_at_95_percent_of_points_and_15_everywhere():
     assert within5 >= 0.95 * len(ratios), sorted(ratios)[-5:]
     worst = max(ratios)
     assert worst[0] <= 1.15, f"pick/best {worst[0]:.3f} at {worst[1]}"
+
+
+def test_precomputed_gate_runs_wide_where_mode_0_runs_ws():
+    # gate mode 2 (vLLM's inputs): Wide beat WS at every verify point of session 26's run 1, so
+    # auto_variant_without_fb takes Wide for WS; scored with the mode-0 pick, WS loses up to 2x
+    pe = _policy_eval()
+    if not all(os.path.exists(p) for p in S26_WS_WIDE):
+        pytest.skip("the committed sweeps are not in this tree")
+    pts = pe.load_points(S26_WS_WIDE, gate="2")
+    assert len(pts) == 36, sorted(pts)
+    rows = pe.score(pe.rules_from_header(), pts, gate="2")
+    for key, best, p, ratio, times in rows:
+        assert p != "ws" and ratio is not None and ratio <= 1.05, (key, best, p, times)
+    as_mode0 = [ratio for *_, ratio, _ in pe.score(pe.rules_from_header(), pts, gate="0") if ratio is not None]
+    assert max(as_mode0) > 1.5, "the mode-0 pick (WS) must lose somewhere, or the test cannot fail"
 
 
 def test_scorer_catches_a_bad_table():

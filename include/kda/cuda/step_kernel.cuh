@@ -94,6 +94,13 @@ struct StepTraits {
   /// mode 1: 0.5–9% faster at 66 of 69 points, at most 2.6% slower at the others
   /// (docs/data/ladder_s16/run1).
   static constexpr bool kEarlyTokenInputs = Q_ != 1 && !GATE_FB_;
+  /// Wide with early token inputs also loads the conv taps and bias of a thread's channels in
+  /// the first wave, not at the conv after the staged-inputs barrier (one L2 round trip off the
+  /// item's chain): record / fused / per_token at H = 96, q = 2, 3, 4, 8, one to 256 requests
+  /// faster at 43 of 48 points (by up to 3.7%), at most 1.3% slower at the others. Split keeps them at the
+  /// conv: its q ≥ 2 kernels at H = 12, one request, were 0.4–3.1% slower with them early
+  /// (Split 4 and 8 at run-time q spill 24 and 44 bytes then; docs/data/ladder_s26/run1, rung cwf).
+  static constexpr bool kEarlyConvWeights = kEarlyTokenInputs && SPLIT_ == 1;
   /// Tokens per batch of the q ≥ 2 first wave (NOTES: the q ≥ 2 first wave): all q where q is
   /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
   /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).
@@ -273,6 +280,20 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const int cq = h * K + tid, ck = D + cq;                      // tid < 128
   const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
   float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
+  // the conv taps and bias of the thread's channels (q / k: cw[0..3], cw[4..7], cb[0..1]; v: cw[0..3],
+  // cb[0]): loaded in the first wave where T::kEarlyConvWeights, else at the conv
+  float cw[8], cb[2];
+  auto load_conv_weights = [&] {
+    if (tid < K) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(0 * 4 + j) * D + cq], cw[4 + j] = p.conv_w[(1 * 4 + j) * D + cq];
+      cb[0] = p.conv_b ? p.conv_b[cq] : 0.f, cb[1] = p.conv_b ? p.conv_b[ck] : 0.f;
+    } else if (tid < K + RC) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(2 * 4 + j) * D + (cv - 2 * D)];
+      cb[0] = p.conv_b ? p.conv_b[cv] : 0.f;
+    }
+  };
   auto load_window = [&] {  // q ≥ 2 (q = 1: the first wave below)
     if (tid < K) {
       ChannelWindow(p, r.win_in, cq).load3(off, w0);
@@ -354,6 +375,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         uint32_t ra[3], rk[3];
         a.raw3(off, ra);
         k.raw3(off, rk);
+        if constexpr (T::kEarlyConvWeights) load_conv_weights();
         if (bt_here) bt = p.beta[(row_base + tid) * p.beta_row + h];
         if (ts_here) ts = int32_t(slot_at(p, b, tid - 32));
         for (int t0 = 0; t0 < q; t0 += WB) {
@@ -380,6 +402,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         const ChannelWindow a(p, r.win_in, cv);
         uint32_t ra[3];
         a.raw3(off, ra);
+        if constexpr (T::kEarlyConvWeights) load_conv_weights();
         for (int t0 = 0; t0 < q; t0 += WB) {
           uint16_t xv[WB];
 #pragma unroll
@@ -488,13 +511,19 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   //      the q/k columns, read by every rank, are staged for rank 0) ----------------------------
   if constexpr (T::kQ != 1 && !T::kEarlyTokenInputs) load_window();
   if (tid < K) {
-    float wq[4], wk[4];
+    float wq[4], wk[4], bq, bk;
+    if constexpr (T::kEarlyConvWeights) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      wq[j] = p.conv_w[(0 * 4 + j) * D + cq];
-      wk[j] = p.conv_w[(1 * 4 + j) * D + cq];
+      for (int j = 0; j < 4; ++j) wq[j] = cw[j], wk[j] = cw[4 + j];
+      bq = cb[0], bk = cb[1];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        wq[j] = p.conv_w[(0 * 4 + j) * D + cq];
+        wk[j] = p.conv_w[(1 * 4 + j) * D + cq];
+      }
+      bq = p.conv_b ? p.conv_b[cq] : 0.f, bk = p.conv_b ? p.conv_b[ck] : 0.f;
     }
-    const float bq = p.conv_b ? p.conv_b[cq] : 0.f, bk = p.conv_b ? p.conv_b[ck] : 0.f;
     float q0 = w0[0], q1 = w0[1], q2 = w0[2], k0 = w1[0], k1 = w1[1], k2 = w1[2];
     float* stq = s_win + tid * WC;
     float* stk = s_win + (K + tid) * WC;
@@ -541,11 +570,17 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       k0 = k1, k1 = k2, k2 = xk;
     }
   } else if (tid < K + RC) {
-    const int cc = cv - 2 * D;
-    float w[4];
+    float w[4], bias;
+    if constexpr (T::kEarlyConvWeights) {
 #pragma unroll
-    for (int jj = 0; jj < 4; ++jj) w[jj] = p.conv_w[(2 * 4 + jj) * D + cc];
-    const float bias = p.conv_b ? p.conv_b[cv] : 0.f;
+      for (int jj = 0; jj < 4; ++jj) w[jj] = cw[jj];
+      bias = cb[0];
+    } else {
+      const int cc = cv - 2 * D;
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) w[jj] = p.conv_w[(2 * 4 + jj) * D + cc];
+      bias = p.conv_b ? p.conv_b[cv] : 0.f;
+    }
     float h0 = w0[0], h1 = w0[1], h2 = w0[2];
     const ChannelWindow ov(p, r.win_out, cv);
     ov.store(0, h1);
