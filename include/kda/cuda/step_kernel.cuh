@@ -100,7 +100,9 @@ struct StepTraits {
   /// faster at 43 of 48 points (by up to 3.7%), at most 1.3% slower at the others. Split keeps them at the
   /// conv: its q ≥ 2 kernels at H = 12, one request, were 0.4–3.1% slower with them early
   /// (Split 4 and 8 at run-time q spill 24 and 44 bytes then; docs/data/ladder_s26/run1, rung cwf).
-  static constexpr bool kEarlyConvWeights = kEarlyTokenInputs && SPLIT_ == 1;
+  /// So do the bf16 q = 8 and 16 kernels, which were not measured with them and spill 24 and 16
+  /// bytes then (bf16 q = 3, 4 and run-time q take them: no new spills).
+  static constexpr bool kEarlyConvWeights = kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4);
   /// Tokens per batch of the q ≥ 2 first wave (NOTES: the q ≥ 2 first wave): all q where q is
   /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
   /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).
