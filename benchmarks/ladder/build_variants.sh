@@ -8,7 +8,7 @@
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
 #
-#   benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
+#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
 #   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,16 +16,22 @@ BUILD=${BUILD:-build/gpu}
 out=$(realpath -m "$1")
 shift
 mkdir -p "$out"
-TARGET=${TARGET:-kda_bench}
-case $TARGET in
-  kda_bench) obj="$BUILD/benchmarks/CMakeFiles/kda_bench.dir/kda_bench.cpp.o"; extra=() ;;
-  kda_cuda_tests) obj="$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir/test_cuda.cpp.o"
-    # (the test's device helpers and numerics test, compiled by nvcc, are linked as they are)
-    mapfile -t extra < <(find "$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir" -name '*.cu.o' | sort)
-    extra+=("$(find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1)" "$(find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1)") ;;
-  *) echo "TARGET: kda_bench or kda_cuda_tests" >&2; exit 2 ;;
-esac
-ninja -C "$BUILD" "$TARGET" >/dev/null
+TARGETS=${TARGET:-kda_bench}  # one or more: "kda_bench kda_cuda_tests" compiles the rungs once for both
+link_args() {  # the target's main object and extra link inputs
+  case $1 in
+    kda_bench) echo "$BUILD/benchmarks/CMakeFiles/kda_bench.dir/kda_bench.cpp.o" ;;
+    kda_cuda_tests)
+      # (the test's device helpers and numerics test, compiled by nvcc, are linked as they are)
+      echo "$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir/test_cuda.cpp.o"
+      find "$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir" -name '*.cu.o' | sort
+      find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1
+      find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1 ;;
+    *) echo "TARGET: kda_bench and / or kda_cuda_tests" >&2; return 2 ;;
+  esac
+}
+for t in $TARGETS; do link_args "$t" >/dev/null || exit 2; done
+# shellcheck disable=SC2086
+ninja -C "$BUILD" $TARGETS >/dev/null
 cudalib=$(dirname "$(command -v nvcc)")/../targets/x86_64-linux/lib
 for spec in "$@"; do
   name=${spec%%=*}
@@ -41,11 +47,16 @@ for spec in "$@"; do
     [ -n "$cmd" ] || { echo "INST: no instantiation $inst" >&2; exit 2; }
     cmd=$(sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -o [^ ]+$//' <<<"$cmd")
     # shellcheck disable=SC2086
-    (cd "$BUILD" && eval "$cmd $defs -o $out/inst_${name}_$inst.o")
+    (cd "$BUILD" && eval "$cmd $defs -o $out/inst_${name}_$inst.o") &
     insts+=("$out/inst_${name}_$inst.o")
+    while (($(jobs -rp | wc -l) >= ${JOBS:-2})); do wait -n || exit 1; done
   done
-  c++ -O3 "$obj" "${insts[@]}" "$out/plan_$name.o" -o "$out/${TARGET}_$name" \
-    -L"$cudalib" "$BUILD/libkda_core.a" "${extra[@]}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
+  while (($(jobs -rp | wc -l) > 0)); do wait -n || exit 1; done
+  for t in $TARGETS; do
+    mapfile -t objs < <(link_args "$t")
+    c++ -O3 "${objs[0]}" "${insts[@]}" "$out/plan_$name.o" -o "$out/${t}_$name" \
+      -L"$cudalib" "$BUILD/libkda_core.a" "${objs[@]:1}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
+    echo "$out/${t}_$name ($defs)"
+  done
   rm -f "$out/plan_$name.o" "${insts[@]}"
-  echo "$out/${TARGET}_$name ($defs)"
 done

@@ -34,10 +34,11 @@
 // arrive/wait after the Σo² exchange.
 //
 // Programmatic dependent launch: before cudaGridDependencySynchronize() only weights are
-// touched (the mbarrier init, the thread's F_B slice or its L2 prefetch) — except in gate
-// mode 1, where the previous grid is this step's own gate kernel, which releases the step only
-// after its own wait on the engine's previous grid: there the whole item up to the logits
-// (request, state copies, window, inputs) runs before the wait (NOTES: the late wait).
+// touched (the mbarrier init, the thread's F_B slice or its L2 prefetch, A_log, dt_bias and
+// norm_w) — except in gate mode 1, where the previous grid is this step's own gate kernel,
+// which releases the step only after its own wait on the engine's previous grid: there the
+// whole item up to the logits (request, state copies, window, inputs) runs before the wait
+// (NOTES: the late wait).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -103,6 +104,14 @@ struct StepTraits {
   /// So do the bf16 q = 8 and 16 kernels, which were not measured with them and spill 24 and 16
   /// bytes then (bf16 q = 3, 4 and run-time q take them: no new spills).
   static constexpr bool kEarlyConvWeights = kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4);
+  /// A_log, dt_bias and norm_w are loaded before the PDL wait (NOTES: the weights before the
+  /// wait, in the kernel): decode up to 4.9% faster below 6144 items, Split at one request
+  /// 1.5–3.7%, verify up to 6.8% (docs/data/ladder_s27/run1, run2). Not in the six-CTA bf16
+  /// kernel, which spills 36 bytes with them (12 without) and was 2–4% slower from 768 items, nor
+  /// in the fp32 q = 8 and 16 kernels (q = 8 spills 16 bytes with them, 4 without: record / fused
+  /// / per_token up to 4.2% slower; q = 16 ±1%); bf16 q = 8 takes them (0.7–2.4% faster) and bf16
+  /// q = 16, not measured, does not.
+  static constexpr bool kEarlyWeights = MIN_BLOCKS_ <= 4 && (Q_ < 8 || (Q_ == 8 && sizeof(StateT_) == 2));
   /// Tokens per batch of the q ≥ 2 first wave (NOTES: the q ≥ 2 first wave): all q where q is
   /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
   /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).
@@ -206,6 +215,21 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const uint16_t* fb_src = gate_from_fb ? p.f_b + int64_t(h * K + gi) * p.f_b_row + gpart * (kRank / 2) : nullptr;
 
   // ---- before the PDL wait: barriers and weights only -----------------------------------
+  // NOTES: the weights before the wait. The weights a thread reads after the staged-inputs
+  // barrier — A_log[h], the dt_bias of its gate row, the norm weight of its epilogue column — are
+  // loaded here where T::kEarlyWeights: at the gate and in the epilogue each was one more L2
+  // round trip on the item's chain (the expf of A_log held 1.8% of append's stall samples).
+  // (With the conv taps here too, every q = 1 kernel spilled: the F_B slice is live then.)
+  // The gate row: `grow` below (one thread per row at q = 1 without F_B, the staged logits'
+  // row with early token inputs, NT being a multiple of K); the epilogue column: NT is a
+  // multiple of RC.
+  float a_log = 0.f, dtb_w = 0.f, nw = 0.f;
+  if constexpr (T::kEarlyWeights) {
+    const bool own_row = T::kEarlyTokenInputs || (T::kQ == 1 && !gate_from_fb);
+    a_log = p.A_log[h];
+    dtb_w = p.dt_bias[h * K + (own_row ? tid & (K - 1) : gi)];
+    nw = p.output_norm ? p.norm_w[rank * RC + tid % RC] : 0.f;
+  }
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::mbarrier_init(&rec_full, 1);
@@ -470,8 +494,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   //      (q = 1: one thread per row; q >= 2 without the F_B path: the staged logits,
   //      elementwise) ----------------------------------------------------------------------
   {
-    const float a = expf(p.A_log[h]);
-    const float dtb = p.dt_bias[h * K + grow];
+    const float a = expf(T::kEarlyWeights ? a_log : p.A_log[h]);
+    const float dtb = T::kEarlyWeights ? dtb_w : p.dt_bias[h * K + grow];
     const bool lb = p.has_lower_bound != 0;
     if constexpr (T::kQ != 1) {
       if (gate_from_fb) {
@@ -483,7 +507,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     if constexpr (T::kEarlyTokenInputs) {
       // the staged logits, every thread on its own (token, row) elements (NT is a multiple of K)
       for (int i = tid; i < q * K; i += NT) {
-        const float g = activate_gate(s_g[i] + p.dt_bias[h * K + (tid & (K - 1))], a, lb, p.lower_bound);
+        const float g = activate_gate(s_g[i] + (T::kEarlyWeights ? dtb_w : p.dt_bias[h * K + (tid & (K - 1))]), a, lb,
+                                      p.lower_bound);
         s_g[i] = g;
         s_e[i] = decay_of(g);
       }
@@ -920,7 +945,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     const float rn = 1.0f / sqrtf(ss / float(K) + p.eps);
     const float og =
         L.late_out_gate() ? sigmoidf_(ld_bf16(p.out_gate + (row_base + t) * p.out_gate_row + h * K + v)) : s_og[i];
-    p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * p.norm_w[v] * og);
+    const float w = T::kEarlyWeights ? nw : p.norm_w[v];
+    p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * w * og);
   }
   if constexpr (SPLIT > 1) {
     if (rank == 0) {
