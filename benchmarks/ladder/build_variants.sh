@@ -10,6 +10,10 @@
 #
 #   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
 #   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
+# NOTES: the script first brings BUILD's targets up to date (ninja). A rung or a planted bug
+# edited into a header is therefore compiled into BUILD's library too; restoring the header
+# with its old mtime then leaves that library stale. Put such edits behind a definition
+# passed in NAME's DEFS, or rebuild BUILD after restoring the header.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/gpu}
