@@ -222,7 +222,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // (With the conv taps here too, every q = 1 kernel spilled: the F_B slice is live then.)
   // The gate row: `grow` below (one thread per row at q = 1 without F_B, the staged logits'
   // row with early token inputs, NT being a multiple of K); the epilogue column: NT is a
-  // multiple of RC.
+  // multiple of RC. (`own_row` restates grow's rule here rather than moving grow up: moved, it
+  // changes the six-CTA bf16 kernel's SASS, which keeps the late loads because they lost there.)
   float a_log = 0.f, dtb_w = 0.f, nw = 0.f;
   if constexpr (T::kEarlyWeights) {
     const bool own_row = T::kEarlyTokenInputs || (T::kQ == 1 && !gate_from_fb);
