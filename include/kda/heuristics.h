@@ -22,16 +22,24 @@ struct AutoRule {
 /// Split (the item's rows over a cluster) up to 12 items (5–15% faster than Wide there), Wide
 /// from there (WS within 2% of it around 96 items and 6–8% faster only at H = 4, B = 32 / 64).
 /// The same table holds for bf16 state once small grids are spread over the SMs
-/// (kStepSpreadCtasPerSm): Wide beats Split from 16 items at every measured point, by 43-44%
-/// at 96 items and 9-10% at 192 (docs/data/ladder_s15/run4; without the spread Split won at
-/// 96-383 items with bf16 state, docs/data/ladder_s14/run8, run9). At 24–192 items Split stays
-/// behind Wide with fp32 state too, without the spread padding and with half the split
-/// (docs/data/ladder_s21/run3: H = 48, B = 1 in gate mode 0 Wide 6.71 µs, Split 14.19, 9.67
-/// unpadded, 7.28 at split 2), except H = 24, B = 1 in gate mode 2 (5.15 against 5.84: each rank
-/// of a Split item computes all 128 gates itself, so mode 0 loses there, 6.96 against 6.08).
-inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
+/// (kStepSpreadCtasPerSm): Wide beats Split at 48–192 items, by 43-44% at 96 items and 9-10% at
+/// 192 (docs/data/ladder_s15/run4; without the spread Split won at 96-383 items with bf16 state,
+/// docs/data/ladder_s14/run8, run9). At 48–192 items Split stays behind Wide with fp32 state
+/// too, without the spread padding and with half the split (docs/data/ladder_s21/run3: H = 48,
+/// B = 1 in gate mode 0 Wide 6.71 µs, Split 14.19, 9.67 unpadded, 7.28 at split 2).
+/// NOTES: 17–24 items run Split again. With the shared gate (step_kernel.cuh) Split 8 beats Wide
+/// at 24 items in every measured form (docs/data/ladder_s28/run3: H = 12, B = 2 / H = 24, B = 1 /
+/// H = 4, B = 6 / H = 8, B = 3, gate mode 0: 5.26–5.36 µs against 5.81–5.83; mode 2 4.98–5.04
+/// against 5.51–5.56; bf16 state 5.13 against 5.55; append Qr = 8 7.16 against 8.12). At 13–16 and
+/// 25–32 items it loses by 45–60% (16 items: 8.80–8.86 against 5.70–5.73; 32: 9.76–9.80 against
+/// 6.03–6.10): a cluster of 8 must fit in one GPC, and with the spread grid's one (up to 132 CTAs)
+/// or two (up to 264) CTAs per SM the times fit 16 or 32 such clusters running in two waves on the
+/// H200, 12 and 24 in one (13–15 items, not measured, stay on Wide).
+inline constexpr AutoRule kDecodeRules[] = {
+    {0, Variant::kSplit}, {13, Variant::kWide}, {17, Variant::kSplit}, {25, Variant::kWide}};
 /// append: decode's table (WS has no append path).
-inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
+inline constexpr AutoRule kAppendRules[] = {
+    {0, Variant::kSplit}, {13, Variant::kWide}, {17, Variant::kSplit}, {25, Variant::kWide}};
 /// verify steps under gate mode 0, by q: with one token the Split/Wide kernel wins every kind
 /// at every measured size (per_token 6–8%, record 12–16%, fused 14–24%;
 /// docs/data/sweep_s11_run3_verify*.csv). With q ≥ 2 (the token-group kernel with its norms

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -612,6 +613,50 @@ TEST_F(CudaVsCpu, DecodeThreeStateStagesOnASpreadGrid) {
     }
     run_case(c, seed++);
   }
+}
+
+/// Split at q = 1 in gate mode 0 shares the item's gates among the ranks of its cluster
+/// (StepTraits::kSharedGate): each rank computes one slice of the 128 gate rows and stores it
+/// into every rank. Every cluster size (2, 4, 8: the split is checked on the plan, and each must
+/// occur on a 132-SM GPU), every q = 1 step kind, gate modes 0 (twice), 1 and 2, both state dtypes
+/// and window layouts, full append rows, out_slots.
+TEST_F(CudaVsCpu, SplitSharedGateEveryClusterSize) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int shapes[][2] = {{4, 3}, {1, 1}, {12, 8}, {96, 1}, {32, 5}, {3, 64}};  // {H, B}
+  std::set<int> splits;
+  uint32_t seed = 8100;
+  int cases = 0;
+  for (const auto& hb : shapes)
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 4; ++rep) {
+        Config c;
+        c.variant = Variant::kSplit;
+        c.mode = m;
+        c.H = hb[0];
+        c.B = hb[1];
+        c.q = 1;
+        c.gate1 = rep == 1;
+        c.gate2 = rep == 2;
+        c.state_bf16 = (rep + int(m)) % 2 == 1;
+        c.ds = rep == 0 || rep == 2;
+        c.lower_bound = int(m) & 1;
+        c.out_slots = m == StepMode::kDecode && rep == 1;
+        if (m == StepMode::kAppend && rep >= 2) c.pending = 4;  // a full row: fold, write back, new row
+        c.eps = rep == 0 ? 1e-6f : 3e-3f;
+        {
+          World w(c, seed);
+          PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+          gk.prepare(w.caches(true));
+          const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
+          ASSERT_EQ(pl.split, std::max(2, choose_split(int64_t(c.H) * c.B, sms))) << c.name() << ": " << pl.describe();
+          splits.insert(pl.split);
+        }
+        run_case(c, seed++);
+        ++cases;
+      }
+  if (sms == 132) EXPECT_EQ(splits, (std::set<int>{2, 4, 8}));
+  std::cout << "[cuda-vs-cpu] Split at q = 1, every cluster size: " << cases << " configurations\n";
 }
 
 TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {

@@ -551,7 +551,8 @@ TEST(Plan, WsFusedStagesHoldEveryPendingRecord) {
 }
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
-  // kda/heuristics.h: every kind Split up to 12 items; from 13: decode and append Wide, verify
+  // kda/heuristics.h: every kind Split up to 12 items; from 13: decode and append Wide (Split
+  // again at 17–24 items: the shared gate, clusters of 8 in one wave), verify
   // q = 1 Wide, per_token q > 1 WS, record / fused WS and at q >= 4 Wide from 192 items; Wide
   // wherever the layout forbids bulk copies or two WS ring stages do not fit. WS only in gate
   // mode 0: with the gate precomputed (mode 2) the same keys run Wide.
@@ -565,6 +566,9 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   for (StepMode m : {StepMode::kDecode, StepMode::kAppend}) {
     EXPECT_EQ(pick(m, 3, 1, l4), Variant::kSplit);  // 12 items
     EXPECT_EQ(pick(m, 4, 1, l4), Variant::kWide);   // 16
+    EXPECT_EQ(pick(m, 5, 1, l4), Variant::kSplit);  // 20
+    EXPECT_EQ(pick(m, 6, 1, l4), Variant::kSplit);  // 24
+    EXPECT_EQ(pick(m, 7, 1, l4), Variant::kWide);   // 28
     EXPECT_EQ(pick(m, 1, 1, l), Variant::kWide);    // 32
     EXPECT_EQ(pick(m, 3, 1, l), Variant::kWide);    // 96
     EXPECT_EQ(pick(m, 256, 1, l), Variant::kWide);

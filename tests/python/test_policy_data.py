@@ -34,12 +34,36 @@ AUTO_GATE_SWEEPS = [os.path.join(ROOT, "docs", "data", "ladder_s20", "run5", f"l
                     for i in (10, 11, 12, 13)]
 
 
+# Split against Wide at 12-32 items under the planner's gate rule with the shared gate (session
+# 28, run 3: binaries that differ only in the decode / append rule, the kernels of this tree):
+# these points supersede the earlier ones at the same key, fp32 and bf16 state
+def _s28_rule_sweeps():
+    import glob
+
+    return sorted(glob.glob(os.path.join(ROOT, "docs", "data", "ladder_s28", "run3", "ladder_gs*_*.csv")))
+
+
 def _points(pe):
-    if not all(os.path.exists(p) for p in SWEEPS + AUTO_GATE_SWEEPS):
+    if not all(os.path.exists(p) for p in SWEEPS + AUTO_GATE_SWEEPS) or not _s28_rule_sweeps():
         pytest.skip("the committed sweeps are not in this tree")
     points = pe.load_points(SWEEPS)
     points.update(pe.load_points(AUTO_GATE_SWEEPS, gate="auto"))
+    points.update(pe.load_points(_s28_rule_sweeps(), gate="auto"))
     return {k: v for k, v in points.items() if len(v) >= 2}
+
+
+def test_split_at_17_to_24_items():
+    # the pairs behind the decode / append table's Split at 17-24 items and Wide at 13-16 and 25-32
+    pe = _policy_eval()
+    paths = _s28_rule_sweeps()
+    if not paths:
+        pytest.skip("the committed sweeps are not in this tree")
+    pts = {k: v for k, v in pe.load_points(paths, gate="auto").items() if len(v) >= 2}
+    rows = pe.score(pe.rules_from_header(), pts)
+    assert len(rows) >= 12, rows
+    for key, best, p, ratio, times in rows:
+        assert ratio is not None and ratio <= 1.01, (key, best, p, times)
+    assert {p for key, _, p, *_ in rows if 17 <= key[2] * key[3] <= 24} == {"split"}, rows
 
 
 def test_small_verify_grids_run_split():
@@ -110,7 +134,10 @@ def _bf16_points(pe):
     paths = [p for d in BF16_SWEEPS for p in sorted(glob.glob(os.path.join(d, "ladder_sp3_*.csv")))]
     if not paths:
         pytest.skip("the committed bf16 decode sweeps are not in this tree")
-    return {k: v for k, v in pe.load_points(paths).items() if k[0] == "decode/bf16" and len(v) >= 2}
+    pts = {k: v for k, v in pe.load_points(paths).items() if k[0] == "decode/bf16" and len(v) >= 2}
+    pts.update({k: v for k, v in pe.load_points(_s28_rule_sweeps(), gate="auto").items()
+                if k[0] == "decode/bf16" and len(v) >= 2})
+    return pts
 
 
 def test_bf16_decode_rule_within_5_percent_everywhere():

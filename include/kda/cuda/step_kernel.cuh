@@ -26,12 +26,14 @@
 // reduction (NOTES: token groups, in the row loop).
 //
 // Cluster cooperation (SPLIT > 1), through distributed shared memory: each rank computes
-// the conv of all 256 q/k channels and all 128 gates itself (cheap next to its state rows);
-// only the RMSNorm needs the ranks' partial Σo². The q/k window columns and the record
-// k/g rows (shared by the ranks) are written by rank 0 after the last cluster barrier,
-// when every rank has read the old window and its staged records. Cluster barriers: an
-// arrive at entry and a wait before the first remote write (every CTA has started), one
-// arrive/wait after the Σo² exchange.
+// the conv of all 256 q/k channels itself (cheap next to its state rows; its four conv warps run
+// side by side); the 128 gates too, except at q = 1 in gate mode 0, where each rank computes a
+// slice from F_B and stores it into every rank (NOTES: the shared gate). The RMSNorm needs the
+// ranks' partial Σo². The q/k window columns and the record k/g rows (shared by the ranks) are
+// written by rank 0 after the last cluster barrier, when every rank has read the old window and
+// its staged records. Cluster barriers: an arrive at entry and a wait before the first remote
+// write (every CTA has started: before the shared gate's stores, else before the Σo² exchange),
+// one arrive/wait after the Σo² exchange; the shared gate completes on a local mbarrier.
 //
 // Programmatic dependent launch: before cudaGridDependencySynchronize() only weights are
 // touched (the mbarrier init, the thread's F_B slice or its L2 prefetch, A_log, dt_bias and
@@ -116,6 +118,9 @@ struct StepTraits {
   /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
   /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).
   static constexpr int kWaveTokens = Q_ > 1 ? Q_ : KDA_STEP_WAVE_TOKENS;
+  /// Split at q = 1 in gate mode 0: the ranks share the item's 128 gates (NOTES: the shared
+  /// gate, in the kernel) instead of each computing all of them from F_B.
+  static constexpr bool kSharedGate = SPLIT_ > 1 && Q_ == 1 && MIN_BLOCKS_ <= 4;
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -126,6 +131,23 @@ struct StepTraits {
   static_assert(kThreads % kHeadDim == 0 && kThreads >= 2 * kHeadDim, "a thread per (channel, k | q)");
   static_assert(kRows <= kThreads - kHeadDim, "one thread per own v channel");
 };
+
+/// v into element i of `local` in every rank's shared memory by st.async, each store completing
+/// its 4 bytes on `bar` of the receiving rank (32-bit shared::cluster addresses, one mapa each).
+template <int SPLIT>
+__device__ __forceinline__ void store_all_ranks_async(float* local, int i, float v, uint64_t* bar) {
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(local + i));
+  const uint32_t m = uint32_t(__cvta_generic_to_shared(bar));
+#pragma unroll
+  for (int r = 0; r < SPLIT; ++r) {
+    uint32_t d, dm;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(r));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dm) : "r"(m), "r"(r));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(d),
+                 "r"(__float_as_uint(v)), "r"(dm)
+                 : "memory");
+  }
+}
 
 template <int SPLIT>
 __device__ __forceinline__ void store_all_ranks(float* local, int i, float v) {
@@ -164,6 +186,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[cuda_config::kStepMaxStages];  // chunk stages
   __shared__ uint64_t rec_full;                           // staged records
+  __shared__ uint64_t gate_full;                          // the shared gate's 128 values (T::kSharedGate)
 
   const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
   const StepMode mode = StepMode(p.mode);
@@ -213,6 +236,15 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const int64_t row_base = int64_t(b) * q;   // first input/output row of the request
   const int gi = tid >> 1, gpart = tid & 1;  // gate row and half (two threads per row)
   const uint16_t* fb_src = gate_from_fb ? p.f_b + int64_t(h * K + gi) * p.f_b_row + gpart * (kRank / 2) : nullptr;
+  // NOTES: the shared gate (T::kSharedGate, gate mode 0). Each rank of a Split item computed all
+  // 128 gates itself, each from F_B[h] (32 KiB per rank). Here rank r computes the gate rows
+  // [r·128/SPLIT, (r + 1)·128/SPLIT) (whole warps: two threads per row) and stores each gate into
+  // every rank by st.async, completing on that rank's gate_full; a rank waits for its 128 gates
+  // beside the barrier after the conv. A row's gate takes the same operations on any rank, so
+  // the bits are the non-shared form's. (Sharing the q / k conv too, with its norm partials, lost
+  // in gate mode 2, where the ranks' conv warps run side by side anyway: docs/PERFORMANCE.md.)
+  const bool share_gate = T::kSharedGate && gate_from_fb;
+  const bool gate_here = !share_gate || unsigned(gi - rank * (K / SPLIT)) < unsigned(K / SPLIT);
 
   // ---- before the PDL wait: barriers and weights only -----------------------------------
   // NOTES: the weights before the wait. The weights a thread reads after the staged-inputs
@@ -234,6 +266,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::mbarrier_init(&rec_full, 1);
+    if constexpr (T::kSharedGate) ptx::mbarrier_init(&gate_full, 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   // NOTES: the thread's F_B slice (a weight) goes into registers before the wait (q = 1): its
@@ -241,7 +274,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // With q ≥ 2 the registers are needed elsewhere (they spilled): the slice is
   // prefetched into L2 and loaded at the gate.
   uint4 fb[8];
-  if (gate_from_fb) {
+  if (gate_from_fb && gate_here) {
     if constexpr (T::kQ == 1) {
       const uint4* src = reinterpret_cast<const uint4*>(fb_src);
 #pragma unroll
@@ -266,6 +299,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const RequestPlan r = resolve_request(p, b);
   const bool run = r.kind == RequestKind::kRun;
   const int npend = folds && run ? r.pending : 0;
+  if (share_gate && tid == 0 && run)
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &gate_full, uint32_t(K) * 4);
   if (tid == 0 && run) {
     const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
                       int64_t(rank) * NCH * L.stage_bytes();
@@ -489,7 +524,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
     }
   }
-  __syncthreads();  // staged inputs
+  __syncthreads();                              // staged inputs
+  if (share_gate) ptx::barrier_cluster_wait();  // every rank has started (its gate_full initialised)
 
   // ---- gate: z = F_B[h·128 + i]·f_a (mode 0, two threads per gate row i) or the raw gate
   //      (q = 1: one thread per row; q >= 2 without the F_B path: the staged logits,
@@ -517,6 +553,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       for (int t = 0; t < q; ++t) {
         float z;
         if (gate_from_fb) {
+          if (!gate_here) continue;  // (the shared gate: whole warps)
           z = gate_dot_f4<8>(fb, reinterpret_cast<const float4*>(s_fa + t * kRank + gpart * (kRank / 2)));
           z += __shfl_xor_sync(0xffffffffu, z, 1);
         } else if (T::kQ == 1) {
@@ -526,7 +563,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         } else {
           z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
         }
-        if (gwriter) {
+        if (share_gate) {
+          if (gate_here && gwriter)
+            store_all_ranks_async<SPLIT>(s_g, t * K + grow, activate_gate(z + dtb, a, lb, p.lower_bound), &gate_full);
+        } else if (gwriter) {
           const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
           s_g[t * K + grow] = g;
           if constexpr (T::kLeanVectors || T::kQ != 1) s_e[t * K + grow] = decay_of(g);
@@ -636,7 +676,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       *gp = decay_of(*gp);
     }
   }
-  __syncthreads();  // y, g, norm partials and the staged records
+  __syncthreads();                           // y, g, norm partials and the staged records
+  if (share_gate) mbar_wait(&gate_full, 0);  // every rank's gates
 
   // ---- token vectors: q = 1 in registers (the lane's columns); else the token groups'
   //      operands in shared memory (Γ⊙y_k, Γ⊙y_q, M / N, the norms), one more barrier ----------
@@ -916,7 +957,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // ---- gated RMSNorm -> bf16 out ------------------------------------------------------------
   __syncthreads();  // s_o complete
   if constexpr (SPLIT > 1) {
-    ptx::barrier_cluster_wait();  // every rank has started: remote writes are allowed
+    if (!share_gate) ptx::barrier_cluster_wait();  // every rank has started: remote writes are allowed
     for (int t = warp; t < q; t += T::kWarps) {
       float ss = 0.f;
       for (int i = lane; i < RC; i += 32) ss = fmaf(s_o[t * RC + i], s_o[t * RC + i], ss);
