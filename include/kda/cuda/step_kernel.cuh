@@ -564,7 +564,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
           z = ld_bf16(p.gate_in + (row_base + t) * p.gate_in_row + h * K + gi);
         }
         if (share_gate) {
-          if (gate_here && gwriter)
+          if (gwriter)  // (the rows outside the rank's slice left above)
             store_all_ranks_async<SPLIT>(s_g, t * K + grow, activate_gate(z + dtb, a, lb, p.lower_bound), &gate_full);
         } else if (gwriter) {
           const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
