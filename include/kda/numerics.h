@@ -1,5 +1,6 @@
 // kda/numerics.h — scalar functions shared by the CPU backend and the CUDA kernels, so that
-// both evaluate SPEC §3 with the same formulas (fp32 throughout).
+// both evaluate SPEC §3 with the same formulas (fp32 throughout; on the device e^x and 1/sqrt
+// by the hardware's approximations, see the NOTES at exp_).
 //
 // Sources: the gate and the l2 norm follow flash-linear-attention (fla/ops/kda: gate
 // `-exp(A_log)·softplus(z + dt_bias)`, lower-bound form `lower_bound·sigmoid(exp(A_log)·z)`,
@@ -90,7 +91,40 @@ KDA_HD uint32_t f32x2_to_bf16x2(float lo, float hi) {
 /// fp32 rounded through bf16 (what a bf16 store then load gives).
 KDA_HD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 
-KDA_HD float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+/// NOTES: the device's special functions. IEEE `expf` is a range reduction, `ex2.approx` and a
+/// fix-up (about a dozen instructions), `1 / sqrtf` an IEEE square root and division (about
+/// twenty with their slow paths); the step runs them per conv channel (the SiLU), per gate row,
+/// per lane and warp (the decays of the lane's columns) and per thread (the token norms), many
+/// on the item's path to its first row. With KDA_FAST_INTRINSICS (the default) the device takes
+/// the hardware's approximations, `__expf` (2 + ⌊1.173·|x|⌋ ulp) and `rsqrtf` (2 ulp), far
+/// inside SPEC §8's tolerances (CudaNumerics.SpecialFunctionsWithinTheirBounds); the host keeps
+/// the IEEE forms. The device's bitwise identities (commit, fused, append) hold either way:
+/// every kernel evaluates these through the same functions. (The sigmoid's division stays IEEE:
+/// with `rcp.approx` the q = 1 kernels spilled and large grids ran 2–4% slower,
+/// docs/PERFORMANCE.md, "The device's special functions".)
+#ifndef KDA_FAST_INTRINSICS
+#define KDA_FAST_INTRINSICS 1
+#endif
+
+/// e^x.
+KDA_HD float exp_(float x) {
+#if defined(__CUDA_ARCH__) && KDA_FAST_INTRINSICS
+  return __expf(x);
+#else
+  return expf(x);
+#endif
+}
+
+/// 1 / sqrt(x) for x > 0 (the l2 and RMS norms).
+KDA_HD float inv_sqrt_(float x) {
+#if defined(__CUDA_ARCH__) && KDA_FAST_INTRINSICS
+  return rsqrtf(x);
+#else
+  return 1.0f / sqrtf(x);
+#endif
+}
+
+KDA_HD float sigmoidf_(float x) { return 1.0f / (1.0f + exp_(-x)); }
 
 KDA_HD float softplusf_(float z) { return z > kSoftplusThreshold ? z : log1pf(expf(z)); }
 
@@ -103,7 +137,7 @@ KDA_HD float activate_gate(float z, float a, bool has_lower_bound, float lower_b
 
 /// Decay factor e = exp(g). Record-mode verify, commit and the fused fold all use this one
 /// function so that commit(n) reproduces the per-token state bitwise (SPEC §4, §8).
-KDA_HD float decay_of(float g) { return expf(g); }
+KDA_HD float decay_of(float g) { return exp_(g); }
 
 /// SiLU of the conv output.
 KDA_HD float silu(float a) { return a * sigmoidf_(a); }

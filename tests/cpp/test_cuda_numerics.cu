@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kda/numerics.h"
@@ -60,6 +61,61 @@ TEST(CudaNumerics, Bf16ConversionMatchesTheIntegerFormEverywhere) {
   EXPECT_EQ(kda::f32_to_bf16(kda::bits_float(0x3f808000u)), 0x3f80);  // tie, even below
   EXPECT_EQ(kda::f32_to_bf16(kda::bits_float(0x3f818000u)), 0x3f82);  // tie, even above
   EXPECT_EQ(kda::f32x2_to_bf16x2(1.0f, -2.0f), 0xc0003f80u);
+}
+
+/// The special functions of the step (exp_, decay_of, sigmoidf_, silu, inv_sqrt_) on the device
+/// against double precision, over every fp32 input of their domains: the largest relative error
+/// per function, in units of 2^-23, against its bound. The bounds hold for the IEEE forms and for
+/// the hardware approximations of KDA_FAST_INTRINSICS (numerics.h NOTES): exp_ within 3 + 1.2·|x|
+/// (`__expf`: 2 + ⌊1.173·|x|⌋ ulp, CUDA Programming Guide), the sigmoid within 4 + 1.2·|x| (the
+/// exp's error and two roundings), 1/sqrt within 3 (`rsqrtf`: 2 ulp).
+struct SfuErr {
+  unsigned int worst[5];  // the largest error / bound per function (float bits: ordered as uint for ≥ 0)
+  unsigned int first_bad[5];
+};
+__device__ void note(SfuErr* e, int f, double rel, double bound_ulps, uint32_t u) {
+  const double r = rel / (bound_ulps * 0x1p-23);  // ≤ 1 within the bound
+  atomicMax(&e->worst[f], __float_as_uint(float(r)));
+  if (r > 1.0) atomicMin(&e->first_bad[f], u);
+}
+__global__ void sfu_forms(uint64_t n, SfuErr* e) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t u = uint32_t(i);
+    const float x = __uint_as_float(u);
+    if (!(fabsf(x) <= 80.0f)) continue;  // NaN, inf and |x| > 80 (e^x out of the normal range)
+    const double ax = fabs(double(x));
+    const double ex = exp(double(x));
+    note(e, 0, fabs(double(kda::exp_(x)) - ex) / ex, 3.0 + 1.2 * ax, u);
+    if (x <= 0.0f) note(e, 1, fabs(double(kda::decay_of(x)) - ex) / ex, 3.0 + 1.2 * ax, u);
+    const double sg = 1.0 / (1.0 + exp(-double(x)));
+    note(e, 2, fabs(double(kda::sigmoidf_(x)) - sg) / sg, 4.0 + 1.2 * ax, u);
+    if (fabsf(x) >= 1e-30f)
+      note(e, 3, fabs(double(kda::silu(x)) - double(x) * sg) / fabs(double(x) * sg), 5.0 + 1.2 * ax, u);
+    if (x >= 1e-6f) {
+      const double is = 1.0 / sqrt(double(x));
+      note(e, 4, fabs(double(kda::inv_sqrt_(x)) - is) / is, 3.0, u);
+    }
+  }
+}
+
+TEST(CudaNumerics, SpecialFunctionsWithinTheirBounds) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  SfuErr* e = nullptr;
+  ASSERT_EQ(cudaMalloc(&e, sizeof *e), cudaSuccess);
+  ASSERT_EQ(cudaMemset(e->worst, 0, sizeof e->worst), cudaSuccess);
+  ASSERT_EQ(cudaMemset(e->first_bad, 0xff, sizeof e->first_bad), cudaSuccess);
+  sfu_forms<<<4096, 256>>>(uint64_t(1) << 32, e);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  SfuErr h{};
+  ASSERT_EQ(cudaMemcpy(&h, e, sizeof h, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(e);
+  const char* names[5] = {"exp_", "decay_of", "sigmoidf_", "silu", "inv_sqrt_"};
+  for (int f = 0; f < 5; ++f) {
+    const float worst = kda::bits_float(h.worst[f]);
+    EXPECT_LE(worst, 1.0f) << names[f] << ": worst error " << worst << " × its bound, first input over it 0x"
+                           << std::hex << h.first_bad[f];
+    EXPECT_GT(worst, 0.0f) << names[f] << " never evaluated";  // the sweep ran
+  }
 }
 
 }  // namespace

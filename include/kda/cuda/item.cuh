@@ -290,7 +290,7 @@ __device__ __forceinline__ void qk_inv_norms(const float* s_yq, const float* s_y
     s = fmaf(y[2], y[2], s);
     s = fmaf(y[3], y[3], s);
     s = warp_sum(s);
-    if (lane == 0) s_inv[which * kMaxQ + t] = 1.0f / sqrtf(s + kL2Eps);
+    if (lane == 0) s_inv[which * kMaxQ + t] = inv_sqrt_(s + kL2Eps);
   }
 }
 

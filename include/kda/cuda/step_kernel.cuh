@@ -170,7 +170,7 @@ __device__ __forceinline__ TokenNorms token_norms(const float* s_part, int t) {
   const float sq = ((pt[0] + pt[3]) + pt[6]) + pt[9];
   const float sk = ((pt[1] + pt[4]) + pt[7]) + pt[10];
   const float sqk = ((pt[2] + pt[5]) + pt[8]) + pt[11];
-  return {1.0f / sqrtf(sq + kL2Eps), 1.0f / sqrtf(sk + kL2Eps), sqk};
+  return {inv_sqrt_(sq + kL2Eps), inv_sqrt_(sk + kL2Eps), sqk};
 }
 
 template <class T>
@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   //      (q = 1: one thread per row; q >= 2 without the F_B path: the staged logits,
   //      elementwise) ----------------------------------------------------------------------
   {
-    const float a = expf(T::kEarlyWeights ? a_log : p.A_log[h]);
+    const float a = exp_(T::kEarlyWeights ? a_log : p.A_log[h]);
     const float dtb = T::kEarlyWeights ? dtb_w : p.dt_bias[h * K + grow];
     const bool lb = p.has_lower_bound != 0;
     if constexpr (T::kQ != 1) {
@@ -719,7 +719,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     // 1/|y| of a token's vector, the lane holding four of its channels (fixed order: every warp
     // that sums a token gets the same bits; 1/|y_k| of earlier tokens is summed again where a
     // pair needs it: cheaper than a barrier)
-    auto inv_norm = [](const float4& y) { return 1.0f / sqrtf(warp_sum(dot4(y, y)) + kL2Eps); };
+    auto inv_norm = [](const float4& y) { return inv_sqrt_(warp_sum(dot4(y, y)) + kL2Eps); };
     // the lane's four channels of token t's row of a [q][K] operand
     auto row4 = [&](const float* s, int t) { return load_smem_row4(s + t * K + lane * 4); };
     // the pair (t, jj) from P = Π_{j<τ≤t} e_τ of the lane's channels
@@ -984,7 +984,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 #pragma unroll
       for (int rr = 0; rr < SPLIT; ++rr) ss += s_red[t * SPLIT + rr];
     }
-    const float rn = 1.0f / sqrtf(ss / float(K) + p.eps);
+    const float rn = inv_sqrt_(ss / float(K) + p.eps);
     const float og =
         L.late_out_gate() ? sigmoidf_(ld_bf16(p.out_gate + (row_base + t) * p.out_gate_row + h * K + v)) : s_og[i];
     const float w = T::kEarlyWeights ? nw : p.norm_w[v];

@@ -68,7 +68,7 @@ struct StreamKernel {
     }
     const int i = tid / kGateTpr, part = tid % kGateTpr;
     w.dtb = p.dt_bias[h * K + i];
-    w.a = expf(p.A_log[h]);
+    w.a = exp_(p.A_log[h]);
     if (p.gate_mode != int(GateMode::kPrecomputed)) {
       const uint4* fb = reinterpret_cast<const uint4*>(p.f_b + int64_t(h * K + i) * p.f_b_row + part * kGateChunk);
 #pragma unroll
@@ -243,7 +243,7 @@ struct StreamKernel {
     // ---- gate: thread pair per row of F_B[h] (read through L1: consecutive items share h) --
     {
       const int i = tid / kGateTpr, part = tid % kGateTpr;
-      const float a = kHoldWeights ? hw.a : expf(p.A_log[h]);
+      const float a = kHoldWeights ? hw.a : exp_(p.A_log[h]);
       const float dtb = kHoldWeights ? hw.dtb : p.dt_bias[h * K + i];
       if (p.gate_mode == int(GateMode::kPrecomputed)) {
         if (part == 0)
@@ -342,7 +342,7 @@ struct StreamKernel {
       float sum = 0.f;
       for (int j = lane; j < K; j += 32) sum = fmaf(s_o[t * K + j], s_o[t * K + j], sum);
       sum = warp_sum(sum);
-      const float rn = 1.0f / sqrtf(sum / float(K) + p.eps);
+      const float rn = inv_sqrt_(sum / float(K) + p.eps);
       if (!p.output_norm) {  // SPEC §9: out = bf16(o), the out gate is not staged
         p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16_bits(s_o[i]);
         continue;
