@@ -100,7 +100,7 @@ KDA_HD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 /// inside SPEC §8's tolerances (CudaNumerics.SpecialFunctionsWithinTheirBounds); the host keeps
 /// the IEEE forms. The device's bitwise identities (commit, fused, append) hold either way:
 /// every kernel evaluates these through the same functions. (The sigmoid's division stays IEEE:
-/// with `rcp.approx` the q = 1 kernels spilled and large grids ran 2–4% slower,
+/// with `rcp.approx` the q = 1 kernels spilled and grids from 768 items ran 2.5–6% slower,
 /// docs/PERFORMANCE.md, "The device's special functions".)
 #ifndef KDA_FAST_INTRINSICS
 #define KDA_FAST_INTRINSICS 1
