@@ -171,7 +171,8 @@ struct StepLayout {
 /// per SM first, then fewer, each with as many stages as fit; a grid of at most kStepSpreadCtasPerSm CTAs per SM is then
 /// padded to ⌈ctas / sms⌉ CTAs per SM (the returned ctas_per_sm and smem say so). A grid of
 /// more than two CTAs per SM keeps at most `stage_bytes` of state per CTA in flight
-/// (step_stage_bytes).
+/// (step_stage_bytes). `prefer_ctas_per_sm` is also the most the kernel was compiled for (its
+/// registers): the layout never asks for more.
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
                               int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm,
                               int64_t stage_bytes = kStepStageBytes) {
@@ -190,12 +191,14 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   // three (docs/data/ladder_s12/run8); fused q = 4 1391.6 against 1628.5, q = 8 2546.2
   // against 3156.6, record q = 16 5014.0 against 8526.7; record q = 4 and q = 8 (which fit
   // four and three CTAs either way) and per_token within 0.5% (docs/data/ladder_s16/run5).
-  const int64_t per_sm = spread_ctas_per_sm(ctas, sms);  // 0: not spread
+  int64_t per_sm = spread_ctas_per_sm(ctas, sms);  // 0: not spread
+  if (per_sm > prefer_ctas_per_sm) per_sm = 0;
   // a grid spread at up to kStepSpreadCtasPerSm CTAs per SM is laid out for the CTAs that will
   // share an SM (so it takes the stages that fit beside them, not beside four)
   const int first = per_sm > 0 ? int(per_sm) : small ? 2 : prefer_ctas_per_sm;
   const int order[] = {first, prefer_ctas_per_sm, 4, 3, 2, 1};
   for (int cps : order) {
+    if (cps > prefer_ctas_per_sm) continue;
     for (int st = top; st >= 1; --st) {
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
       const int64_t bytes = L.bytes();

@@ -101,7 +101,10 @@ KDA_HD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 /// the IEEE forms. The device's bitwise identities (commit, fused, append) hold either way:
 /// every kernel evaluates these through the same functions. (The sigmoid's division stays IEEE:
 /// with `rcp.approx` the q = 1 kernels spilled and grids from 768 items ran 2.5–6% slower,
-/// docs/PERFORMANCE.md, "The device's special functions".)
+/// docs/PERFORMANCE.md, "The device's special functions". The Split kernels at run-time q, which
+/// have the registers for it, take `rcp.approx` through the APPROX forms below:
+/// StepTraits::kApproxRcp. A forced variant runs one kernel per q class, so SPEC §8's device
+/// identities still compare a kernel with itself.)
 #ifndef KDA_FAST_INTRINSICS
 #define KDA_FAST_INTRINSICS 1
 #endif
@@ -124,15 +127,32 @@ KDA_HD float inv_sqrt_(float x) {
 #endif
 }
 
-KDA_HD float sigmoidf_(float x) { return 1.0f / (1.0f + exp_(-x)); }
+/// 1 / x: IEEE, or with APPROX on the device `rcp.approx.ftz` (1 ulp).
+template <bool APPROX = false>
+KDA_HD float recip_(float x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (APPROX) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+  }
+#endif
+  return 1.0f / x;
+}
+
+template <bool APPROX = false>
+KDA_HD float sigmoidf_(float x) {
+  return recip_<APPROX>(1.0f + exp_(-x));
+}
 
 KDA_HD float softplusf_(float z) { return z > kSoftplusThreshold ? z : log1pf(expf(z)); }
 
 /// Activated gate g (SPEC §3): z already includes dt_bias; a = exp(A_log[h]).
 ///   softplus gate:    g = -a · softplus(z)
 ///   lower-bound gate: g = lower_bound · sigmoid(a · z)
+template <bool APPROX = false>
 KDA_HD float activate_gate(float z, float a, bool has_lower_bound, float lower_bound) {
-  return has_lower_bound ? lower_bound * sigmoidf_(a * z) : -a * softplusf_(z);
+  return has_lower_bound ? lower_bound * sigmoidf_<APPROX>(a * z) : -a * softplusf_(z);
 }
 
 /// Decay factor e = exp(g). Record-mode verify, commit and the fused fold all use this one
@@ -140,6 +160,9 @@ KDA_HD float activate_gate(float z, float a, bool has_lower_bound, float lower_b
 KDA_HD float decay_of(float g) { return exp_(g); }
 
 /// SiLU of the conv output.
-KDA_HD float silu(float a) { return a * sigmoidf_(a); }
+template <bool APPROX = false>
+KDA_HD float silu(float a) {
+  return a * sigmoidf_<APPROX>(a);
+}
 
 }  // namespace kda

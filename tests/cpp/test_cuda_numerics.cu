@@ -63,15 +63,16 @@ TEST(CudaNumerics, Bf16ConversionMatchesTheIntegerFormEverywhere) {
   EXPECT_EQ(kda::f32x2_to_bf16x2(1.0f, -2.0f), 0xc0003f80u);
 }
 
-/// The special functions of the step (exp_, decay_of, sigmoidf_, silu, inv_sqrt_) on the device
+/// The special functions of the step (exp_, decay_of, sigmoidf_, silu, inv_sqrt_, and the sigmoid
+/// and SiLU with the approximate reciprocal of the Split verify kernels) on the device
 /// against double precision, over every fp32 input of their domains: the largest relative error
 /// per function, in units of 2^-23, against its bound. The bounds hold for the IEEE forms and for
 /// the hardware approximations of KDA_FAST_INTRINSICS (numerics.h NOTES): exp_ within 3 + 1.2·|x|
 /// (`__expf`: 2 + ⌊1.173·|x|⌋ ulp, CUDA Programming Guide), the sigmoid within 4 + 1.2·|x| (the
-/// exp's error and two roundings), 1/sqrt within 3 (`rsqrtf`: 2 ulp).
+/// exp's error and two roundings; with `rcp.approx`, 1 ulp, one more), 1/sqrt within 3 (`rsqrtf`: 2 ulp).
 struct SfuErr {
-  unsigned int worst[5];  // the largest error / bound per function (float bits: ordered as uint for ≥ 0)
-  unsigned int first_bad[5];
+  unsigned int worst[7];  // the largest error / bound per function (float bits: ordered as uint for ≥ 0)
+  unsigned int first_bad[7];
 };
 __device__ void note(SfuErr* e, int f, double rel, double bound_ulps, uint32_t u) {
   const double r = rel / (bound_ulps * 0x1p-23);  // ≤ 1 within the bound
@@ -91,6 +92,9 @@ __global__ void sfu_forms(uint64_t n, SfuErr* e) {
     note(e, 2, fabs(double(kda::sigmoidf_(x)) - sg) / sg, 4.0 + 1.2 * ax, u);
     if (fabsf(x) >= 1e-30f)
       note(e, 3, fabs(double(kda::silu(x)) - double(x) * sg) / fabs(double(x) * sg), 5.0 + 1.2 * ax, u);
+    note(e, 5, fabs(double(kda::sigmoidf_<true>(x)) - sg) / sg, 5.0 + 1.2 * ax, u);
+    if (fabsf(x) >= 1e-30f)
+      note(e, 6, fabs(double(kda::silu<true>(x)) - double(x) * sg) / fabs(double(x) * sg), 6.0 + 1.2 * ax, u);
     if (x >= 1e-6f) {
       const double is = 1.0 / sqrt(double(x));
       note(e, 4, fabs(double(kda::inv_sqrt_(x)) - is) / is, 3.0, u);
@@ -109,8 +113,8 @@ TEST(CudaNumerics, SpecialFunctionsWithinTheirBounds) {
   SfuErr h{};
   ASSERT_EQ(cudaMemcpy(&h, e, sizeof h, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaFree(e);
-  const char* names[5] = {"exp_", "decay_of", "sigmoidf_", "silu", "inv_sqrt_"};
-  for (int f = 0; f < 5; ++f) {
+  const char* names[7] = {"exp_", "decay_of", "sigmoidf_", "silu", "inv_sqrt_", "sigmoidf_<approx>", "silu<approx>"};
+  for (int f = 0; f < 7; ++f) {
     const float worst = kda::bits_float(h.worst[f]);
     EXPECT_LE(worst, 1.0f) << names[f] << ": worst error " << worst << " × its bound, first input over it 0x"
                            << std::hex << h.first_bad[f];

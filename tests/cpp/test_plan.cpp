@@ -39,12 +39,15 @@ DeviceInfo cpu() { return DeviceInfo{}; }
 
 /// The dynamic shared memory of a Split/Wide plan: the layout's bytes, or on a grid of at
 /// most kStepSpreadCtasPerSm CTAs per SM padded so that ⌈ctas / sms⌉ CTAs fit on an SM and one
-/// more does not (heuristics::step_layout).
-void expect_step_smem(const Plan& p, const DeviceInfo& d, int64_t layout_bytes) {
+/// more does not (heuristics::step_layout); never more CTAs per SM than the kernel was compiled
+/// for (`max_per_sm`: two for Split at q ≥ 2).
+void expect_step_smem(const Plan& p, const DeviceInfo& d, int64_t layout_bytes,
+                      int max_per_sm = kda::heuristics::kStepCtasPerSm) {
   const int64_t per_sm_smem = d.smem_per_sm > 0 ? d.smem_per_sm : d.smem_optin + 1024;
   const int64_t per_sm = (p.ctas + d.sms - 1) / d.sms;
   const int64_t fit = per_sm_smem / (layout_bytes + kda::heuristics::kStepSmemPerCtaOverhead);
-  if (per_sm <= kda::heuristics::kStepSpreadCtasPerSm && per_sm < fit) {
+  EXPECT_LE(p.ctas_per_sm, max_per_sm) << p.describe();
+  if (per_sm <= kda::heuristics::kStepSpreadCtasPerSm && per_sm <= max_per_sm && per_sm < fit) {
     EXPECT_GT(p.smem, layout_bytes) << p.describe();
     EXPECT_EQ(p.ctas_per_sm, per_sm) << p.describe();
     EXPECT_LE(per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), per_sm_smem) << p.describe();
@@ -181,7 +184,8 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_EQ(p.split, std::max(2, kda::choose_split(items, d.sms)));
         EXPECT_EQ(p.ctas, items * p.split);
         EXPECT_EQ(p.threads, kda::cuda_config::kStepThreads);
-        expect_step_smem(p, d, kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes());
+        expect_step_smem(p, d, kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes(),
+                         q == 1 ? kda::heuristics::kStepCtasPerSm : kda::cuda_config::kSplitVerifyCtasPerSm);
         EXPECT_GE(p.ring_stages, 1);
         EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
         EXPECT_LE(p.smem, d.smem_optin);
@@ -288,7 +292,8 @@ TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
       EXPECT_EQ(p.ring_stages, bf16 ? 4 : c.fp32_stages) << what;
       const bool six = bf16 && c.g != GateMode::kPerItem && c.ctas_per_sm == 4;
       EXPECT_EQ(p.ctas_per_sm, six ? kda::heuristics::kStepBf16Q1CtasPerSm : c.ctas_per_sm) << what;
-      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes());
+      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes(),
+                       six ? kda::heuristics::kStepBf16Q1CtasPerSm : kda::heuristics::kStepCtasPerSm);
       if (!bf16 && c.g != GateMode::kPerItem) {  // append keeps two
         LayerShape la = l;
         la.records = 8;

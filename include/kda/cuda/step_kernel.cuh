@@ -81,7 +81,15 @@ struct StepTraits {
   using StateT = StateT_;
   static constexpr int kQ = Q_;
   static constexpr bool kGateFb = GATE_FB_;
-  static constexpr int kMinBlocks = MIN_BLOCKS_;
+  /// Split at q ≥ 2 (run-time q) runs only small grids (the planner's pick up to 12 items, at
+  /// most 96 CTAs): it is compiled for two CTAs per SM, 128 registers instead of 64 (at 64 it
+  /// spills 152–168 bytes), and takes the sigmoid's reciprocal by `rcp.approx` (NOTES: the
+  /// device's special functions, numerics.h). Record / fused q = 4 at H = 12, B = 1: 9.11 /
+  /// 9.95 µs against 9.81 / 10.54 (−7.1% / −5.6%); at two CTAs per SM alone 9.76 / 10.52. Split
+  /// at q = 1 keeps four: at two it ran 4.70 µs against 4.50 at H = 12, B = 1 and 5.28 against
+  /// 5.11 at H = 24 (with `rcp.approx` 4.57 / 5.17; docs/data/ladder_s30/run1, mb2, mb2r).
+  static constexpr bool kSmallGridVerify = SPLIT_ > 1 && Q_ != 1;
+  static constexpr int kMinBlocks = kSmallGridVerify ? cuda_config::kSplitVerifyCtasPerSm : MIN_BLOCKS_;
   /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
   /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
   static constexpr bool kLeanVectors = Q_ == 1 && MIN_BLOCKS_ > 4;
@@ -121,6 +129,8 @@ struct StepTraits {
   /// Split at q = 1 in gate mode 0: the ranks share the item's 128 gates (NOTES: the shared
   /// gate, in the kernel) instead of each computing all of them from F_B.
   static constexpr bool kSharedGate = SPLIT_ > 1 && Q_ == 1 && MIN_BLOCKS_ <= 4;
+  /// The sigmoid's reciprocal by `rcp.approx` (kSmallGridVerify, above).
+  static constexpr bool kApproxRcp = kSmallGridVerify;
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -134,6 +144,10 @@ struct StepTraits {
 
 /// v into element i of `local` in every rank's shared memory by st.async, each store completing
 /// its 4 bytes on `bar` of the receiving rank (32-bit shared::cluster addresses, one mapa each).
+/// NOTES: inline PTX, not libcu++'s `cuda::ptx::st_async` on cooperative groups' 64-bit
+/// `map_shared_rank` addresses: that form converts each generic address back to a shared one
+/// (about 110 more instructions in Split 8 at q = 1) and ran the shared-gate steps 1.2–1.9% slower
+/// at one request (H = 12, 24 decode, q = 1 record / fused, append; docs/data/ladder_s30/run1, sta).
 template <int SPLIT>
 __device__ __forceinline__ void store_all_ranks_async(float* local, int i, float v, uint64_t* bar) {
   const uint32_t a = uint32_t(__cvta_generic_to_shared(local + i));
@@ -396,9 +410,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 #pragma unroll
       for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
       x0 = bf16_to_f32(xq), x1 = bf16_to_f32(xk);
-      if (og_here) s_og[tid] = sigmoidf_(bf16_to_f32(og));
+      if (og_here) s_og[tid] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(og));
       if (gate_from_fb) s_fa[tid] = bf16_to_f32(fa);
-      if (tid == 0) s_beta[0] = sigmoidf_(bf16_to_f32(bt));
+      if (tid == 0) s_beta[0] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(bt));
       if (mode == StepMode::kPerToken && tid == 32) s_tslots[0] = ts;
     } else {
       // v channel (threads K…K+RC−1): window and x; gate row tid − K (modes 1 and 2)
@@ -492,7 +506,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         asm volatile(
             "prefetch.global.L1 [%0];" ::"l"(p.out_gate + (row_base + t) * p.out_gate_row + h * K + rank * RC + c));
       }
-      if (bt_here) s_beta[tid] = sigmoidf_(bf16_to_f32(bt));
+      if (bt_here) s_beta[tid] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(bt));
       if (ts_here) s_tslots[tid - 32] = ts;
       // the raw logits of the q tokens (gate modes 1 and 2), activated in place at the gate:
       // loaded in batches (each thread GB elements of WB tokens) before they are stored
@@ -519,7 +533,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         s_fa[i] = ld_bf16(p.gate_in + (row_base + i / kRank) * p.gate_in_row + i % kRank);
     // (q >= 2 reads the out gate in the epilogue instead: StepSmem::late_out_gate)
     if constexpr (!T::kEarlyTokenInputs) {
-      if (tid < q) s_beta[tid] = sigmoidf_(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
+      if (tid < q) s_beta[tid] = sigmoidf_<T::kApproxRcp>(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
       if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q)
         s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
     }
@@ -544,8 +558,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     if constexpr (T::kEarlyTokenInputs) {
       // the staged logits, every thread on its own (token, row) elements (NT is a multiple of K)
       for (int i = tid; i < q * K; i += NT) {
-        const float g = activate_gate(s_g[i] + (T::kEarlyWeights ? dtb_w : p.dt_bias[h * K + (tid & (K - 1))]), a, lb,
-                                      p.lower_bound);
+        const float g = activate_gate<T::kApproxRcp>(
+            s_g[i] + (T::kEarlyWeights ? dtb_w : p.dt_bias[h * K + (tid & (K - 1))]), a, lb, p.lower_bound);
         s_g[i] = g;
         s_e[i] = decay_of(g);
       }
@@ -565,9 +579,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         }
         if (share_gate) {
           if (gwriter)  // (the rows outside the rank's slice left above)
-            store_all_ranks_async<SPLIT>(s_g, t * K + grow, activate_gate(z + dtb, a, lb, p.lower_bound), &gate_full);
+            store_all_ranks_async<SPLIT>(s_g, t * K + grow, activate_gate<T::kApproxRcp>(z + dtb, a, lb, p.lower_bound),
+                                         &gate_full);
         } else if (gwriter) {
-          const float g = activate_gate(z + dtb, a, lb, p.lower_bound);
+          const float g = activate_gate<T::kApproxRcp>(z + dtb, a, lb, p.lower_bound);
           s_g[t * K + grow] = g;
           if constexpr (T::kLeanVectors || T::kQ != 1) s_e[t * K + grow] = decay_of(g);
         }
@@ -623,7 +638,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       aq = fmaf(wq[1], q1, aq), ak = fmaf(wk[1], k1, ak);
       aq = fmaf(wq[2], q2, aq), ak = fmaf(wk[2], k2, ak);
       aq = fmaf(wq[3], xq, aq), ak = fmaf(wk[3], xk, ak);
-      const float yq = silu(aq), yk = silu(ak);
+      const float yq = silu<T::kApproxRcp>(aq), yk = silu<T::kApproxRcp>(ak);
       s_yq[t * K + tid] = yq;
       s_yk[t * K + tid] = yk;
       if constexpr (T::kQ == 1) {  // q >= 2: summed per token (below)
@@ -663,7 +678,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       a = fmaf(w[1], h1, a);
       a = fmaf(w[2], h2, a);
       a = fmaf(w[3], x, a);
-      s_yv[t * RC + vj] = silu(a);
+      s_yv[t * RC + vj] = silu<T::kApproxRcp>(a);
       h0 = h1, h1 = h2, h2 = x;
     }
   }
@@ -985,8 +1000,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       for (int rr = 0; rr < SPLIT; ++rr) ss += s_red[t * SPLIT + rr];
     }
     const float rn = inv_sqrt_(ss / float(K) + p.eps);
-    const float og =
-        L.late_out_gate() ? sigmoidf_(ld_bf16(p.out_gate + (row_base + t) * p.out_gate_row + h * K + v)) : s_og[i];
+    const float og = L.late_out_gate()
+                         ? sigmoidf_<T::kApproxRcp>(ld_bf16(p.out_gate + (row_base + t) * p.out_gate_row + h * K + v))
+                         : s_og[i];
     const float w = T::kEarlyWeights ? nw : p.norm_w[v];
     p.out[(row_base + t) * p.out_row + h * K + v] = f32_to_bf16(s_o[i] * rn * w * og);
   }
