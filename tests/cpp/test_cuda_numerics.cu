@@ -90,11 +90,12 @@ __global__ void sfu_forms(uint64_t n, SfuErr* e) {
     if (x <= 0.0f) note(e, 1, fabs(double(kda::decay_of(x)) - ex) / ex, 3.0 + 1.2 * ax, u);
     const double sg = 1.0 / (1.0 + exp(-double(x)));
     note(e, 2, fabs(double(kda::sigmoidf_(x)) - sg) / sg, 4.0 + 1.2 * ax, u);
-    if (fabsf(x) >= 1e-30f)
-      note(e, 3, fabs(double(kda::silu(x)) - double(x) * sg) / fabs(double(x) * sg), 5.0 + 1.2 * ax, u);
     note(e, 5, fabs(double(kda::sigmoidf_<true>(x)) - sg) / sg, 5.0 + 1.2 * ax, u);
-    if (fabsf(x) >= 1e-30f)
-      note(e, 6, fabs(double(kda::silu<true>(x)) - double(x) * sg) / fabs(double(x) * sg), 6.0 + 1.2 * ax, u);
+    if (fabsf(x) >= 1e-30f) {
+      const double si = double(x) * sg;
+      note(e, 3, fabs(double(kda::silu(x)) - si) / fabs(si), 5.0 + 1.2 * ax, u);
+      note(e, 6, fabs(double(kda::silu<true>(x)) - si) / fabs(si), 6.0 + 1.2 * ax, u);
+    }
     if (x >= 1e-6f) {
       const double is = 1.0 / sqrt(double(x));
       note(e, 4, fabs(double(kda::inv_sqrt_(x)) - is) / is, 3.0, u);

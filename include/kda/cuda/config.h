@@ -15,8 +15,10 @@ namespace kda::cuda_config {
 /// a warp is working on and several CTAs fit on an SM.
 inline constexpr int kStepThreads = 256;
 inline constexpr int kStepMaxStages = 4;
-/// Split kernels at run-time q (q ≥ 2) are compiled for at most this many CTAs per SM (128
-/// registers a thread; StepTraits::kSmallGridVerify) and laid out for it.
+/// Split kernels at run-time q (q ≥ 2; Split has no compile-time-q forms: q is the kernel's Q, 0
+/// for run-time q, or the step's q) are compiled for at most this many CTAs per SM (128 registers
+/// a thread; StepTraits::kSmallGridVerify) and laid out for it.
+inline constexpr bool is_split_verify(int split, int q) { return split > 1 && q != 1; }
 inline constexpr int kSplitVerifyCtasPerSm = 2;
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }

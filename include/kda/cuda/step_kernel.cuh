@@ -88,7 +88,7 @@ struct StepTraits {
   /// 9.95 µs against 9.81 / 10.54 (−7.1% / −5.6%); at two CTAs per SM alone 9.76 / 10.52. Split
   /// at q = 1 keeps four: at two it ran 4.70 µs against 4.50 at H = 12, B = 1 and 5.28 against
   /// 5.11 at H = 24 (with `rcp.approx` 4.57 / 5.17; docs/data/ladder_s30/run1, mb2, mb2r).
-  static constexpr bool kSmallGridVerify = SPLIT_ > 1 && Q_ != 1;
+  static constexpr bool kSmallGridVerify = cuda_config::is_split_verify(SPLIT_, Q_);
   static constexpr int kMinBlocks = kSmallGridVerify ? cuda_config::kSplitVerifyCtasPerSm : MIN_BLOCKS_;
   /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
   /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
