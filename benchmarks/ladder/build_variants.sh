@@ -2,8 +2,9 @@
 # benchmarks/ladder/build_variants.sh — kda_bench (or, with TARGET=kda_cuda_tests, the GPU
 # test) binaries that differ only in the planner's compile-time knobs (include/kda/heuristics.h:
 # KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_STAGE_BYTES_MORE, KDA_STEP_MORE_STAGES_MIN_CTAS,
-# KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM; and, with INST below, the kernel's
-# KDA_STEP_WAVE_TOKENS of include/kda/cuda/step_kernel.cuh),
+# KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM, KDA_STEP_WIDE_VERIFY_CTAS_PER_SM; and,
+# with INST below, the kernel's KDA_STEP_WAVE_TOKENS and KDA_STEP_SMALL_GRID_WAVE_TOKENS of
+# include/kda/cuda/step_kernel.cuh),
 # for the rungs of the Split/Wide ladder. Only
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
@@ -47,7 +48,7 @@ for spec in "$@"; do
   # the NAME's definitions and linked ahead of the library's (whose objects are then not pulled)
   insts=()
   for inst in ${INST:-}; do
-    cmd=$(ninja -C "$BUILD" -t commands kda_core | grep "inst/$inst.cu" | head -1)
+    cmd=$(ninja -C "$BUILD" -t commands kda_core | grep " -c [^ ]*inst/$inst.cu ")
     [ -n "$cmd" ] || { echo "INST: no instantiation $inst" >&2; exit 2; }
     cmd=$(sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -o [^ ]+$//' <<<"$cmd")
     # shellcheck disable=SC2086

@@ -110,6 +110,14 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 #define KDA_STEP_BF16_Q1_CTAS_PER_SM 6
 #endif
 inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
+/// Wide verify steps (q ≥ 2) are laid out for up to four CTAs per SM like decode; where the
+/// layout puts at most two on an SM (a grid of at most two CTAs per SM, or shared memory for two)
+/// they run the kernel compiled for two (cuda_config::small_grid_verify).
+/// KDA_STEP_WIDE_VERIFY_CTAS_PER_SM: the ladder's knob (2: every Wide verify grid on that kernel).
+#ifndef KDA_STEP_WIDE_VERIFY_CTAS_PER_SM
+#define KDA_STEP_WIDE_VERIFY_CTAS_PER_SM KDA_STEP_CTAS_PER_SM
+#endif
+inline constexpr int kStepWideVerifyCtasPerSm = KDA_STEP_WIDE_VERIFY_CTAS_PER_SM;
 inline constexpr int64_t kStepStageBytes = KDA_STEP_STAGE_BYTES;
 inline constexpr int64_t kStepStageBytesMore = KDA_STEP_STAGE_BYTES_MORE;
 /// Split/Wide grids of at most kStepSpreadCtasPerSm CTAs per SM are spread: each CTA asks

@@ -54,6 +54,46 @@ class CudaBuffer final : public Buffer {
   void* p_ = nullptr;
 };
 
+/// CTAs per SM of the Wide verify kernels' small-grid form (cuda_config::small_grid_verify).
+constexpr int kSmall = cuda_config::kSmallGridVerifyCtasPerSm;
+
+/// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
+/// 3, 4, 8 without; q = 16 only in the small-grid form (its shared memory, 105 KiB and more,
+/// never lets more than two CTAs share an SM).
+template <class StateT, int MB>
+cudaError_t set_wide_attributes(int64_t smem) {
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 0, true, MB>(smem),
+                        cuda::set_step_attributes<1, StateT, 0, false, MB>(smem),
+                        cuda::set_step_attributes<1, StateT, 2, false, MB>(smem),
+                        cuda::set_step_attributes<1, StateT, 3, false, MB>(smem),
+                        cuda::set_step_attributes<1, StateT, 4, false, MB>(smem),
+                        cuda::set_step_attributes<1, StateT, 8, false, MB>(smem)})
+    if (e == cudaSuccess) e = x;
+  if constexpr (MB == kSmall)
+    if (e == cudaSuccess) e = cuda::set_step_attributes<1, StateT, 16, false, MB>(smem);
+  return e;
+}
+
+/// A Wide verify step (q ≥ 2) on the kernel compiled for MB CTAs per SM: run-time q with the F_B
+/// path in gate mode 0, else without it, q = 2, 3, 4, 8 (16: small-grid form) with their own.
+template <class StateT, int MB>
+cudaError_t launch_wide_verify(const StepParams& p, const Plan& plan, cudaStream_t s) {
+  if (plan.gate_mode == GateMode::kPerItem)
+    return cuda::launch_step<1, StateT, 0, true, MB>(p, plan.ctas, plan.smem, s);
+  switch (p.q) {
+    case 2: return cuda::launch_step<1, StateT, 2, false, MB>(p, plan.ctas, plan.smem, s);
+    case 3: return cuda::launch_step<1, StateT, 3, false, MB>(p, plan.ctas, plan.smem, s);
+    case 4: return cuda::launch_step<1, StateT, 4, false, MB>(p, plan.ctas, plan.smem, s);
+    case 8: return cuda::launch_step<1, StateT, 8, false, MB>(p, plan.ctas, plan.smem, s);
+    case 16:
+      if constexpr (MB == kSmall) return cuda::launch_step<1, StateT, 16, false, MB>(p, plan.ctas, plan.smem, s);
+      break;
+    default: break;
+  }
+  return cuda::launch_step<1, StateT, 0, false, MB>(p, plan.ctas, plan.smem, s);
+}
+
 template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
@@ -65,14 +105,9 @@ cudaError_t set_attrs(int64_t smem) {
                         cuda::set_step_attributes<SPLIT, uint16_t, 0, false>(smem)})
     if (e == cudaSuccess) e = x;
   if constexpr (SPLIT == 1) {
-    for (cudaError_t x :
-         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
-          cuda::set_step_attributes<1, float, 2, false>(smem), cuda::set_step_attributes<1, uint16_t, 2, false>(smem),
-          cuda::set_step_attributes<1, float, 3, false>(smem), cuda::set_step_attributes<1, uint16_t, 3, false>(smem),
-          cuda::set_step_attributes<1, float, 4, false>(smem), cuda::set_step_attributes<1, uint16_t, 4, false>(smem),
-          cuda::set_step_attributes<1, float, 8, false>(smem), cuda::set_step_attributes<1, uint16_t, 8, false>(smem),
-          cuda::set_step_attributes<1, float, 16, false>(smem),
-          cuda::set_step_attributes<1, uint16_t, 16, false>(smem)})
+    for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
+                          set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
+                          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem)})
       if (e == cudaSuccess) e = x;
   }
   return e;
@@ -81,7 +116,9 @@ cudaError_t set_attrs(int64_t smem) {
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; with bf16 state and no F_B path, one cut for six CTAs per SM);
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
-/// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one).
+/// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
+/// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
+/// two (cuda_config::small_grid_verify).
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
@@ -92,19 +129,14 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
         return cuda::launch_step<1, StateT, 1, false, 6>(p, plan.ctas, plan.smem, s);
     return cuda::launch_step<SPLIT, StateT, 1, true>(p, plan.ctas, plan.smem, s);
   }
-  if (plan.gate_mode == GateMode::kPerItem)
-    return cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s);
   if constexpr (SPLIT == 1) {
-    switch (p.q) {
-      case 2: return cuda::launch_step<1, StateT, 2, false>(p, plan.ctas, plan.smem, s);
-      case 3: return cuda::launch_step<1, StateT, 3, false>(p, plan.ctas, plan.smem, s);
-      case 4: return cuda::launch_step<1, StateT, 4, false>(p, plan.ctas, plan.smem, s);
-      case 8: return cuda::launch_step<1, StateT, 8, false>(p, plan.ctas, plan.smem, s);
-      case 16: return cuda::launch_step<1, StateT, 16, false>(p, plan.ctas, plan.smem, s);
-      default: break;
-    }
+    return cuda_config::small_grid_verify(1, p.q, plan.ctas_per_sm) ? launch_wide_verify<StateT, kSmall>(p, plan, s)
+                                                                    : launch_wide_verify<StateT, 4>(p, plan, s);
+  } else {
+    if (plan.gate_mode == GateMode::kPerItem)
+      return cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s);
+    return cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
   }
-  return cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
 }
 
 class CudaBackend final : public Backend {

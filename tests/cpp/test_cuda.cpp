@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kda/cuda/config.h"
 #include "kda/numerics.h"
 #include "kda/prepared.h"
 #include "cuda_test_kernels.h"
@@ -71,6 +72,7 @@ struct Config {
   bool lower_bound = false, bias = true, ds = true, state_bf16 = false, conv_f32 = false;
   bool gate2 = false, out_slots = false, pad = true;
   bool gate1 = false;  // gate mode 1 forced on the GPU (the gate kernel); the CPU runs mode 0's arithmetic
+  bool gate0 = false;  // gate mode 0 forced (the F_B path in the step kernel)
   bool output_norm = true;  // false: no norm weight, out-gate inputs NaN, run_views without out_gate
   Variant variant = Variant::kAuto;
   int W = 4;            // conv taps
@@ -82,7 +84,7 @@ struct Config {
   std::string name() const {
     return std::string(mode_name(mode)) + " H" + std::to_string(H) + " B" + std::to_string(B) + " q" +
            std::to_string(q) + (lower_bound ? " lb" : " sp") + (ds ? " DS" : " SD") + (state_bf16 ? " bf16state" : "") +
-           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + (gate1 ? " gate1" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
+           (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + (gate1 ? " gate1" : "") + (gate0 ? " gate0" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
            " eps " + std::to_string(eps) + (tiny > 0 ? " tiny " + std::to_string(tiny) : std::string()) +
            (output_norm ? "" : " no-norm") +
            (device ? " cuda:" + std::to_string(device) : std::string());
@@ -266,7 +268,10 @@ struct World {
   std::unordered_map<StepKey, Policy, StepKeyHash> policies(bool dev) {
     Policy pol;
     pol.variant = dev ? c.variant : Variant::kAuto;
-    pol.gate_mode = c.gate2 ? GateMode::kPrecomputed : c.gate1 ? GateMode::kShared : GateMode::kAuto;
+    pol.gate_mode = c.gate2   ? GateMode::kPrecomputed
+                    : c.gate1 ? GateMode::kShared
+                    : c.gate0 ? GateMode::kPerItem
+                              : GateMode::kAuto;
     return {{StepKey{c.mode, c.B, c.q}, pol}};
   }
 };
@@ -710,6 +715,53 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] compile-time q: " << cases << " configurations\n";
+}
+
+/// The Wide verify kernels in both forms (cuda_config::small_grid_verify): a grid of at most two
+/// CTAs per SM runs the form compiled for two (128 registers, `rcp.approx`), a larger one the
+/// form for four; the plan says which. Every Wide verify instantiation (q = 2, 3, 4, 8, 16 and
+/// run-time q without F_B, run-time q with F_B in gate mode 0), both state dtypes, on both
+/// grids, against the CPU backend. q = 16 needs shared memory for at most two CTAs per SM: the
+/// small-grid form on every grid (it has no other).
+TEST_F(CudaVsCpu, WideVerifyBothKernelForms) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint32_t seed = 5100;
+  int cases = 0;
+  const StepMode modes[] = {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused};
+  for (int q : {2, 3, 4, 5, 8, 16})
+    for (int gate : {0, 1, 2}) {
+      if (gate == 0 && q != 5 && q != 3) continue;  // gate mode 0 runs the run-time-q kernel at every q
+      for (bool large : {false, true}) {
+        Config c;
+        c.variant = Variant::kWide;
+        c.mode = modes[(q + gate + int(large)) % 3];
+        c.q = q;
+        c.H = 4;
+        // more than two CTAs per SM: not the small-grid form (spread at three, or four)
+        c.B = large ? (2 * sms) / c.H + 1 : 3;
+        c.gate0 = gate == 0;
+        c.gate1 = gate == 1;
+        c.gate2 = gate == 2;
+        c.state_bf16 = gate == 0 ? q == 3 : (q + gate) % 2 == 1;
+        c.ds = (q + int(large)) % 2 == 0;
+        c.lower_bound = gate == 1;
+        c.eps = large ? 1e-4f : 1e-6f;
+        {
+          World w(c, seed);
+          PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+          gk.prepare(w.caches(true));
+          const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
+          EXPECT_EQ(kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm), !large || q == 16)
+              << c.name() << ": " << pl.describe();
+          EXPECT_EQ(pl.gate_mode, gate == 0 ? GateMode::kPerItem : gate == 1 ? GateMode::kShared : GateMode::kPrecomputed)
+              << c.name();
+        }
+        run_case(c, seed++);
+        ++cases;
+      }
+    }
+  std::cout << "[cuda-vs-cpu] Wide verify, both kernel forms: " << cases << " configurations\n";
 }
 
 /// Token groups (Split / Wide, q >= 2): every shape of a step's last group — 1, 2 or 3 tokens

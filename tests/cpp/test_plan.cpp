@@ -185,7 +185,7 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_EQ(p.ctas, items * p.split);
         EXPECT_EQ(p.threads, kda::cuda_config::kStepThreads);
         expect_step_smem(p, d, kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes(),
-                         q == 1 ? kda::heuristics::kStepCtasPerSm : kda::cuda_config::kSplitVerifyCtasPerSm);
+                         q == 1 ? kda::heuristics::kStepCtasPerSm : kda::cuda_config::kSmallGridVerifyCtasPerSm);
         EXPECT_GE(p.ring_stages, 1);
         EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
         EXPECT_LE(p.smem, d.smem_optin);
@@ -204,6 +204,17 @@ TEST(Plan, SplitFactorsFillTheGpu) {
               << "a Wide CTA streams one chunk at a time although two stages fit (q = " << q << ")";
         }
         EXPECT_TRUE(w.ctas_per_sm >= 1 && w.ctas_per_sm <= 4);
+        // the Wide verify kernels' small-grid form (compiled for two CTAs per SM) runs exactly
+        // where the plan lays out at most two: every grid of at most two CTAs per SM, never a
+        // larger one at q <= 8 (q = 16's shared memory never fits three)
+        if (q != 1) {
+          const bool small = kda::cuda_config::small_grid_verify(1, q, w.ctas_per_sm);
+          EXPECT_TRUE(small || w.ctas_per_sm > kda::cuda_config::kSmallGridVerifyCtasPerSm) << w.describe();
+          if (items <= 2 * d.sms || q == 16) EXPECT_TRUE(small) << w.describe();
+          if (items > 2 * d.sms && q <= 8) EXPECT_FALSE(small) << w.describe();
+        } else {
+          EXPECT_FALSE(kda::cuda_config::small_grid_verify(1, q, w.ctas_per_sm));
+        }
       }
 }
 

@@ -15,11 +15,19 @@ namespace kda::cuda_config {
 /// a warp is working on and several CTAs fit on an SM.
 inline constexpr int kStepThreads = 256;
 inline constexpr int kStepMaxStages = 4;
-/// Split kernels at run-time q (q ≥ 2; Split has no compile-time-q forms: q is the kernel's Q, 0
-/// for run-time q, or the step's q) are compiled for at most this many CTAs per SM (128 registers
-/// a thread; StepTraits::kSmallGridVerify) and laid out for it.
+/// Verify kernels (q ≥ 2; a kernel's q is its Q: 0 for run-time q, or the step's q) have a form
+/// compiled for at most kSmallGridVerifyCtasPerSm CTAs per SM: 128 registers a thread instead of
+/// 64, the sigmoid's reciprocal by `rcp.approx` (StepTraits::kSmallGridVerify). Split runs only
+/// small grids (the planner's pick up to 12 items) and has only that form at q ≥ 2, laid out for
+/// it; Wide has both, and runs that form where its plan lays out at most that many CTAs per SM (a
+/// grid of at most two CTAs per SM, or shared memory for at most two).
+inline constexpr int kSmallGridVerifyCtasPerSm = 2;
 inline constexpr bool is_split_verify(int split, int q) { return split > 1 && q != 1; }
-inline constexpr int kSplitVerifyCtasPerSm = 2;
+/// Whether a step of `q` tokens on SPLIT = `split` laid out for `ctas_per_sm` runs the
+/// small-grid verify form (the planner's and the dispatch's one rule).
+inline constexpr bool small_grid_verify(int split, int q, int ctas_per_sm) {
+  return q != 1 && (split > 1 || ctas_per_sm <= kSmallGridVerifyCtasPerSm);
+}
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }

@@ -57,6 +57,9 @@
 #ifndef KDA_STEP_WAVE_TOKENS
 #define KDA_STEP_WAVE_TOKENS 4
 #endif
+#ifndef KDA_STEP_SMALL_GRID_WAVE_TOKENS
+#define KDA_STEP_SMALL_GRID_WAVE_TOKENS 16
+#endif
 
 namespace kda::cuda {
 
@@ -81,15 +84,20 @@ struct StepTraits {
   using StateT = StateT_;
   static constexpr int kQ = Q_;
   static constexpr bool kGateFb = GATE_FB_;
-  /// Split at q ≥ 2 (run-time q) runs only small grids (the planner's pick up to 12 items, at
-  /// most 96 CTAs): it is compiled for two CTAs per SM, 128 registers instead of 64 (at 64 it
-  /// spills 152–168 bytes), and takes the sigmoid's reciprocal by `rcp.approx` (NOTES: the
-  /// device's special functions, numerics.h). Record / fused q = 4 at H = 12, B = 1: 9.11 /
-  /// 9.95 µs against 9.81 / 10.54 (−7.1% / −5.6%); at two CTAs per SM alone 9.76 / 10.52. Split
-  /// at q = 1 keeps four: at two it ran 4.70 µs against 4.50 at H = 12, B = 1 and 5.28 against
-  /// 5.11 at H = 24 (with `rcp.approx` 4.57 / 5.17; docs/data/ladder_s30/run1, mb2, mb2r).
-  static constexpr bool kSmallGridVerify = cuda_config::is_split_verify(SPLIT_, Q_);
-  static constexpr int kMinBlocks = kSmallGridVerify ? cuda_config::kSplitVerifyCtasPerSm : MIN_BLOCKS_;
+  /// The small-grid verify form (cuda_config::small_grid_verify): Split at q ≥ 2 (run-time q),
+  /// which runs only small grids (the planner's pick up to 12 items, at most 96 CTAs), and the
+  /// Wide verify kernels instantiated with MIN_BLOCKS = 2 (the planner's layout for grids of at
+  /// most two CTAs per SM) are compiled for two CTAs per SM, 128 registers instead of 64 (at 64
+  /// the Split ones spill 152–168 bytes), and take the sigmoid's reciprocal by `rcp.approx`
+  /// (NOTES: the device's special functions, numerics.h). Split record / fused q = 4 at H = 12,
+  /// B = 1: 9.11 / 9.95 µs against 9.81 / 10.54 (−7.1% / −5.6%); at two CTAs per SM alone 9.76 /
+  /// 10.52; Wide q = 4 without F_B at H = 96, B = 1: 10.56 / 14.02 against 11.29 / 14.71
+  /// (docs/data/ladder_s30/run1, run2). Split at q = 1 keeps four: at two it ran 4.70 µs against
+  /// 4.50 at H = 12, B = 1 and 5.28 against 5.11 at H = 24 (with `rcp.approx` 4.57 / 5.17); so
+  /// does Wide at q = 1 (decode 2.5–4.6% slower at two; ladder_s30/run1, mb2, mb2r, w2).
+  static constexpr bool kSmallGridVerify =
+      Q_ != 1 && (SPLIT_ > 1 || MIN_BLOCKS_ == cuda_config::kSmallGridVerifyCtasPerSm);
+  static constexpr int kMinBlocks = kSmallGridVerify ? cuda_config::kSmallGridVerifyCtasPerSm : MIN_BLOCKS_;
   /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
   /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
   static constexpr bool kLeanVectors = Q_ == 1 && MIN_BLOCKS_ > 4;
@@ -113,7 +121,9 @@ struct StepTraits {
   /// (Split 4 and 8 at run-time q spill 24 and 44 bytes then; docs/data/ladder_s26/run1, rung cwf).
   /// So do the bf16 q = 8 and 16 kernels, which were not measured with them and spill 24 and 16
   /// bytes then (bf16 q = 3, 4 and run-time q take them: no new spills).
-  static constexpr bool kEarlyConvWeights = kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4);
+  /// The small-grid form (128 registers) takes them at every q.
+  static constexpr bool kEarlyConvWeights =
+      kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4 || kSmallGridVerify);
   /// A_log, dt_bias and norm_w are loaded before the PDL wait (NOTES: the weights before the
   /// wait, in the kernel): decode up to 4.9% faster below 6144 items, Split at one request
   /// 1.5–3.7%, verify up to 6.8% (docs/data/ladder_s27/run1, run2). Not in the six-CTA bf16
@@ -121,11 +131,18 @@ struct StepTraits {
   /// in the fp32 q = 8 and 16 kernels (q = 8 spills 16 bytes with them, 4 without: record / fused
   /// / per_token up to 4.2% slower; q = 16 ±1%); bf16 q = 8 takes them (0.7–2.4% faster) and bf16
   /// q = 16, not measured, does not.
-  static constexpr bool kEarlyWeights = MIN_BLOCKS_ <= 4 && (Q_ < 8 || (Q_ == 8 && sizeof(StateT_) == 2));
+  /// The small-grid form (128 registers) takes them at every q.
+  static constexpr bool kEarlyWeights =
+      MIN_BLOCKS_ <= 4 && (Q_ < 8 || (Q_ == 8 && sizeof(StateT_) == 2) || kSmallGridVerify);
   /// Tokens per batch of the q ≥ 2 first wave (NOTES: the q ≥ 2 first wave): all q where q is
   /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
   /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).
-  static constexpr int kWaveTokens = Q_ > 1 ? Q_ : KDA_STEP_WAVE_TOKENS;
+  /// Wide's small-grid form takes KDA_STEP_SMALL_GRID_WAVE_TOKENS = 16 (128 registers, no
+  /// spills): record / fused at H = 96, one and two requests, q = 5, 6, 7, 12 1.6–6.4% faster than
+  /// with 4 (8: 0–1.5%; docs/data/ladder_s31/run2, wt16, wt8). Split's is not measured: 4.
+  static constexpr int kWaveTokens = Q_ > 1                              ? Q_
+                                     : (SPLIT_ == 1 && kSmallGridVerify) ? KDA_STEP_SMALL_GRID_WAVE_TOKENS
+                                                                         : KDA_STEP_WAVE_TOKENS;
   /// Split at q = 1 in gate mode 0: the ranks share the item's 128 gates (NOTES: the shared
   /// gate, in the kernel) instead of each computing all of them from F_B.
   static constexpr bool kSharedGate = SPLIT_ > 1 && Q_ == 1 && MIN_BLOCKS_ <= 4;

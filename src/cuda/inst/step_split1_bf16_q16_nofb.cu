@@ -1,4 +1,0 @@
-// Instantiation: Split/Wide step kernel, SPLIT = 1, bf16 state, q = 16 (offsets and token loops
-// at compile time), gate modes 1 and 2 only.
-#include "../step_launch.cuh"
-KDA_INSTANTIATE_STEP(1, uint16_t, 16, false)

@@ -1,0 +1,4 @@
+// Instantiation: Wide step kernel, f32 state, any q (verify); the small-grid verify form: compiled
+// for two CTAs per SM (cuda_config::small_grid_verify).
+#include "../step_launch.cuh"
+KDA_INSTANTIATE_STEP_OCC(1, float, 0, true, 2)
