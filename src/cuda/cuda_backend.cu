@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "kda/cuda/config.h"
 #include "launch.h"
+#include "plan/counters.h"
 
 namespace kda {
 namespace {
@@ -57,6 +58,16 @@ class CudaBuffer final : public Buffer {
 /// CTAs per SM of the Wide verify kernels' small-grid form (cuda_config::small_grid_verify).
 constexpr int kSmall = cuda_config::kSmallGridVerifyCtasPerSm;
 
+/// Launches a plan's Split/Wide instantiation and records which one (counters.h: the tests hold
+/// a plan to the kernel form it names).
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MB = 4>
+cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream_t s) {
+  counters::last_step_kernel_q.store(Q, std::memory_order_relaxed);
+  counters::last_step_kernel_ctas_per_sm.store(cuda_config::step_kernel_ctas_per_sm(SPLIT, Q, MB),
+                                               std::memory_order_relaxed);
+  return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
+}
+
 /// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
 /// 3, 4, 8 without; q = 16 only in the small-grid form (its shared memory, 105 KiB and more,
 /// never lets more than two CTAs share an SM).
@@ -79,19 +90,18 @@ cudaError_t set_wide_attributes(int64_t smem) {
 /// path in gate mode 0, else without it, q = 2, 3, 4, 8 (16: small-grid form) with their own.
 template <class StateT, int MB>
 cudaError_t launch_wide_verify(const StepParams& p, const Plan& plan, cudaStream_t s) {
-  if (plan.gate_mode == GateMode::kPerItem)
-    return cuda::launch_step<1, StateT, 0, true, MB>(p, plan.ctas, plan.smem, s);
+  if (plan.gate_mode == GateMode::kPerItem) return launch_step_kernel<1, StateT, 0, true, MB>(p, plan, s);
   switch (p.q) {
-    case 2: return cuda::launch_step<1, StateT, 2, false, MB>(p, plan.ctas, plan.smem, s);
-    case 3: return cuda::launch_step<1, StateT, 3, false, MB>(p, plan.ctas, plan.smem, s);
-    case 4: return cuda::launch_step<1, StateT, 4, false, MB>(p, plan.ctas, plan.smem, s);
-    case 8: return cuda::launch_step<1, StateT, 8, false, MB>(p, plan.ctas, plan.smem, s);
+    case 2: return launch_step_kernel<1, StateT, 2, false, MB>(p, plan, s);
+    case 3: return launch_step_kernel<1, StateT, 3, false, MB>(p, plan, s);
+    case 4: return launch_step_kernel<1, StateT, 4, false, MB>(p, plan, s);
+    case 8: return launch_step_kernel<1, StateT, 8, false, MB>(p, plan, s);
     case 16:
-      if constexpr (MB == kSmall) return cuda::launch_step<1, StateT, 16, false, MB>(p, plan.ctas, plan.smem, s);
+      if constexpr (MB == kSmall) return launch_step_kernel<1, StateT, 16, false, MB>(p, plan, s);
       break;
     default: break;
   }
-  return cuda::launch_step<1, StateT, 0, false, MB>(p, plan.ctas, plan.smem, s);
+  return launch_step_kernel<1, StateT, 0, false, MB>(p, plan, s);
 }
 
 template <int SPLIT>
@@ -126,16 +136,15 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     // (heuristics::kStepBf16Q1CtasPerSm)
     if constexpr (SPLIT == 1 && std::is_same_v<StateT, uint16_t>)
       if (plan.ctas_per_sm > 4 && plan.gate_mode != GateMode::kPerItem)
-        return cuda::launch_step<1, StateT, 1, false, 6>(p, plan.ctas, plan.smem, s);
-    return cuda::launch_step<SPLIT, StateT, 1, true>(p, plan.ctas, plan.smem, s);
+        return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
+    return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {
     return cuda_config::small_grid_verify(1, p.q, plan.ctas_per_sm) ? launch_wide_verify<StateT, kSmall>(p, plan, s)
                                                                     : launch_wide_verify<StateT, 4>(p, plan, s);
   } else {
-    if (plan.gate_mode == GateMode::kPerItem)
-      return cuda::launch_step<SPLIT, StateT, 0, true>(p, plan.ctas, plan.smem, s);
-    return cuda::launch_step<SPLIT, StateT, 0, false>(p, plan.ctas, plan.smem, s);
+    if (plan.gate_mode == GateMode::kPerItem) return launch_step_kernel<SPLIT, StateT, 0, true>(p, plan, s);
+    return launch_step_kernel<SPLIT, StateT, 0, false>(p, plan, s);
   }
 }
 

@@ -1,5 +1,7 @@
 // src/plan/counters.h — how often steps resolve a plan and how often the planner runs, for
-// the tests that hold a step to one resolution and a new key to one planner call. Internal.
+// the tests that hold a step to one resolution and a new key to one planner call; and which
+// Split/Wide kernel the CUDA backend launched last, for the tests that hold a plan to the kernel
+// form it names. Internal.
 #pragma once
 
 #include <atomic>
@@ -9,5 +11,9 @@ namespace kda::counters {
 
 inline std::atomic<int64_t> planner_calls{0};  ///< plan_step() calls (a fallback is part of its call)
 inline std::atomic<int64_t> plan_lookups{0};   ///< PlanCache::resolve() calls (one per step, prepare key, plan_for)
+/// The last Split/Wide step kernel launched (CUDA backend): its compile-time q (0: run-time q)
+/// and the CTAs per SM it was compiled for (cuda_config::step_kernel_ctas_per_sm).
+inline std::atomic<int> last_step_kernel_q{-1};
+inline std::atomic<int> last_step_kernel_ctas_per_sm{0};
 
 }  // namespace kda::counters

@@ -25,6 +25,7 @@
 #include "kda/numerics.h"
 #include "kda/prepared.h"
 #include "cuda_test_kernels.h"
+#include "plan/counters.h"
 
 namespace {
 
@@ -586,6 +587,7 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
         EXPECT_EQ(pl.ctas_per_sm, 6) << c.name() << ": " << pl.describe();
       }
       run_case(c, seed++);
+      EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), 6) << c.name() << ": the kernel that ran";
       ++cases;
     }
   std::cout << "[cuda-vs-cpu] bf16, six CTAs per SM: " << cases << " configurations\n";
@@ -712,6 +714,7 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         c.eps = rep == 0 ? 1e-3f : 1e-5f;
         while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 2);
         run_case(c, seed++);
+        EXPECT_EQ(kda::counters::last_step_kernel_q.load(), q) << c.name() << ": the kernel that ran";
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] compile-time q: " << cases << " configurations\n";
@@ -719,7 +722,8 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
 
 /// The Wide verify kernels in both forms (cuda_config::small_grid_verify): a grid of at most two
 /// CTAs per SM runs the form compiled for two (128 registers, `rcp.approx`), a larger one the
-/// form for four; the plan says which. Every Wide verify instantiation (q = 2, 3, 4, 8, 16 and
+/// form for four; the plan says which, and the backend's record of the kernel it launched
+/// (plan/counters.h) confirms it. Every Wide verify instantiation (q = 2, 3, 4, 8, 16 and
 /// run-time q without F_B, run-time q with F_B in gate mode 0), both state dtypes, on both
 /// grids, against the CPU backend. q = 16 needs shared memory for at most two CTAs per SM: the
 /// small-grid form on every grid (it has no other).
@@ -758,6 +762,10 @@ TEST_F(CudaVsCpu, WideVerifyBothKernelForms) {
               << c.name();
         }
         run_case(c, seed++);
+        // the kernel that ran: the form the plan named, q at compile time where it has one
+        const bool small = !large || q == 16;
+        EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), small ? 2 : 4) << c.name();
+        EXPECT_EQ(kda::counters::last_step_kernel_q.load(), gate == 0 || q == 5 ? 0 : q) << c.name();
         ++cases;
       }
     }

@@ -28,6 +28,12 @@ inline constexpr bool is_split_verify(int split, int q) { return split > 1 && q 
 inline constexpr bool small_grid_verify(int split, int q, int ctas_per_sm) {
   return q != 1 && (split > 1 || ctas_per_sm <= kSmallGridVerifyCtasPerSm);
 }
+/// The CTAs per SM a Split/Wide instantiation <SPLIT, Q, MIN_BLOCKS> is compiled for (its
+/// __launch_bounds__ minimum; StepTraits::kMinBlocks): the small-grid verify form two (Split at
+/// q ≥ 2, Wide instantiated with MIN_BLOCKS = 2 at q ≥ 2), else MIN_BLOCKS.
+inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
+  return q != 1 && (split > 1 || min_blocks == kSmallGridVerifyCtasPerSm) ? kSmallGridVerifyCtasPerSm : min_blocks;
+}
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }

@@ -95,9 +95,8 @@ struct StepTraits {
   /// (docs/data/ladder_s30/run1, run2). Split at q = 1 keeps four: at two it ran 4.70 µs against
   /// 4.50 at H = 12, B = 1 and 5.28 against 5.11 at H = 24 (with `rcp.approx` 4.57 / 5.17); so
   /// does Wide at q = 1 (decode 2.5–4.6% slower at two; ladder_s30/run1, mb2, mb2r, w2).
-  static constexpr bool kSmallGridVerify =
-      Q_ != 1 && (SPLIT_ > 1 || MIN_BLOCKS_ == cuda_config::kSmallGridVerifyCtasPerSm);
-  static constexpr int kMinBlocks = kSmallGridVerify ? cuda_config::kSmallGridVerifyCtasPerSm : MIN_BLOCKS_;
+  static constexpr int kMinBlocks = cuda_config::step_kernel_ctas_per_sm(SPLIT_, Q_, MIN_BLOCKS_);
+  static constexpr bool kSmallGridVerify = Q_ != 1 && kMinBlocks == cuda_config::kSmallGridVerifyCtasPerSm;
   /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
   /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
   static constexpr bool kLeanVectors = Q_ == 1 && MIN_BLOCKS_ > 4;
