@@ -101,10 +101,10 @@ KDA_HD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 /// the IEEE forms. The device's bitwise identities (commit, fused, append) hold either way:
 /// every kernel evaluates these through the same functions. (The sigmoid's division stays IEEE:
 /// with `rcp.approx` the q = 1 kernels spilled and grids from 768 items ran 2.5–6% slower,
-/// docs/PERFORMANCE.md, "The device's special functions". The Split kernels at run-time q, which
-/// have the registers for it, take `rcp.approx` through the APPROX forms below:
-/// StepTraits::kApproxRcp. A forced variant runs one kernel per q class, so SPEC §8's device
-/// identities still compare a kernel with itself.)
+/// docs/PERFORMANCE.md, "The device's special functions". The verify kernels' small-grid form
+/// (Split at q ≥ 2, Wide's two-CTA kernels), which has the registers for it, takes `rcp.approx`
+/// through the APPROX forms below: StepTraits::kApproxRcp. SPEC §8's device identities compare
+/// steps of one batch, so one kernel with itself.)
 #ifndef KDA_FAST_INTRINSICS
 #define KDA_FAST_INTRINSICS 1
 #endif

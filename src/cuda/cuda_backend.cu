@@ -108,16 +108,18 @@ template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
   for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1, true>(smem),
-                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem),
-                        cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
-                        cuda::set_step_attributes<SPLIT, uint16_t, 0, true>(smem),
-                        cuda::set_step_attributes<SPLIT, float, 0, false>(smem),
-                        cuda::set_step_attributes<SPLIT, uint16_t, 0, false>(smem)})
+                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem)})
     if (e == cudaSuccess) e = x;
-  if constexpr (SPLIT == 1) {
+  if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
     for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
                           set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
                           set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem)})
+      if (e == cudaSuccess) e = x;
+  } else {
+    for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
+                          cuda::set_step_attributes<SPLIT, uint16_t, 0, true>(smem),
+                          cuda::set_step_attributes<SPLIT, float, 0, false>(smem),
+                          cuda::set_step_attributes<SPLIT, uint16_t, 0, false>(smem)})
       if (e == cudaSuccess) e = x;
   }
   return e;

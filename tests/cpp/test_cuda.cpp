@@ -751,19 +751,19 @@ TEST_F(CudaVsCpu, WideVerifyBothKernelForms) {
         c.ds = (q + int(large)) % 2 == 0;
         c.lower_bound = gate == 1;
         c.eps = large ? 1e-4f : 1e-6f;
+        const bool small = !large || q == 16;
         {
           World w(c, seed);
           PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
           gk.prepare(w.caches(true));
           const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
-          EXPECT_EQ(kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm), !large || q == 16)
+          EXPECT_EQ(kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm), small)
               << c.name() << ": " << pl.describe();
           EXPECT_EQ(pl.gate_mode, gate == 0 ? GateMode::kPerItem : gate == 1 ? GateMode::kShared : GateMode::kPrecomputed)
               << c.name();
         }
         run_case(c, seed++);
         // the kernel that ran: the form the plan named, q at compile time where it has one
-        const bool small = !large || q == 16;
         EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), small ? 2 : 4) << c.name();
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), gate == 0 || q == 5 ? 0 : q) << c.name();
         ++cases;

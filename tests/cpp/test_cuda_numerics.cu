@@ -64,7 +64,7 @@ TEST(CudaNumerics, Bf16ConversionMatchesTheIntegerFormEverywhere) {
 }
 
 /// The special functions of the step (exp_, decay_of, sigmoidf_, silu, inv_sqrt_, and the sigmoid
-/// and SiLU with the approximate reciprocal of the Split verify kernels) on the device
+/// and SiLU with the approximate reciprocal of the small-grid verify kernels) on the device
 /// against double precision, over every fp32 input of their domains: the largest relative error
 /// per function, in units of 2^-23, against its bound. The bounds hold for the IEEE forms and for
 /// the hardware approximations of KDA_FAST_INTRINSICS (numerics.h NOTES): exp_ within 3 + 1.2·|x|

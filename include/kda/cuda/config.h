@@ -32,7 +32,7 @@ inline constexpr bool small_grid_verify(int split, int q, int ctas_per_sm) {
 /// __launch_bounds__ minimum; StepTraits::kMinBlocks): the small-grid verify form two (Split at
 /// q ≥ 2, Wide instantiated with MIN_BLOCKS = 2 at q ≥ 2), else MIN_BLOCKS.
 inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
-  return q != 1 && (split > 1 || min_blocks == kSmallGridVerifyCtasPerSm) ? kSmallGridVerifyCtasPerSm : min_blocks;
+  return small_grid_verify(split, q, min_blocks) ? kSmallGridVerifyCtasPerSm : min_blocks;
 }
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
