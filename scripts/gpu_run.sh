@@ -84,7 +84,7 @@ run_gtest() {  # name binary filter
   local name=$1 bin=$2 filter=${3:-*}
   if [[ ! -x $bin ]]; then note "$name: not built"; return; fi
   local t=$SECONDS
-  timeout "${GTEST_TIMEOUT:-400}" "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$OUT/$name.log" 2>&1
+  timeout "${GTEST_TIMEOUT:-600}" "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$OUT/$name.log" 2>&1
   local rc=$?
   local line
   line=$(grep -E "^\[  (PASSED|FAILED)|tests ran" "$OUT/$name.log" | tr '\n' ' ')

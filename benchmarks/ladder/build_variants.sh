@@ -4,7 +4,8 @@
 # KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_STAGE_BYTES_MORE, KDA_STEP_MORE_STAGES_MIN_CTAS,
 # KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM, KDA_STEP_WIDE_VERIFY_CTAS_PER_SM; and,
 # with INST below, the kernel's KDA_STEP_WAVE_TOKENS and KDA_STEP_SMALL_GRID_WAVE_TOKENS of
-# include/kda/cuda/step_kernel.cuh),
+# include/kda/cuda/step_kernel.cuh and KDA_STEP_CHUNKS_PER_PASS of include/kda/cuda/config.h, which
+# the backend's record of the launched kernel, plan/counters.h, does not see),
 # for the rungs of the Split/Wide ladder. Only
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).

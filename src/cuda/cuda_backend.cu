@@ -65,6 +65,10 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
   counters::last_step_kernel_q.store(Q, std::memory_order_relaxed);
   counters::last_step_kernel_ctas_per_sm.store(cuda_config::step_kernel_ctas_per_sm(SPLIT, Q, MB),
                                                std::memory_order_relaxed);
+  counters::last_step_chunks_per_pass.store(
+      cuda_config::step_chunks_per_pass(cuda_config::chunks_per_pass(SPLIT, Q, MB, int(sizeof(StateT))), SPLIT,
+                                        p.ring_stages, p.mode == int(StepMode::kPerToken)),
+      std::memory_order_relaxed);
   return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
 }
 

@@ -15,5 +15,7 @@ inline std::atomic<int64_t> plan_lookups{0};   ///< PlanCache::resolve() calls (
 /// and the CTAs per SM it was compiled for (cuda_config::step_kernel_ctas_per_sm).
 inline std::atomic<int> last_step_kernel_q{-1};
 inline std::atomic<int> last_step_kernel_ctas_per_sm{0};
+/// ... and the chunks per pass the step ran its chunk loop with (cuda_config::step_chunks_per_pass).
+inline std::atomic<int> last_step_chunks_per_pass{0};
 
 }  // namespace kda::counters

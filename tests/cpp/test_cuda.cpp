@@ -691,12 +691,31 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
     }
 }
 
+/// The chunks per pass a step of `c` should run its chunk loop with (step_kernel.cuh, NOTES:
+/// chunks per pass), from its plan: in Wide's small-grid verify form with every chunk in flight
+/// (four stages) and not per_token, four with q at compile time (2, 3, 4, 8, 16 without the F_B
+/// path) and fp32 state, two with q at run time or bf16 state; one everywhere else.
+int expected_chunks_per_pass(const Config& c, uint32_t seed) {
+  World w(c, seed);
+  PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+  gk.prepare(w.caches(true));
+  const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
+  if (pl.variant != Variant::kWide || c.mode == StepMode::kPerToken ||
+      !kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm) || pl.ring_stages != 4)
+    return 1;
+  const bool compile_time_q = pl.gate_mode != GateMode::kPerItem && (c.q <= 4 || c.q == 8 || c.q == 16);
+  return compile_time_q && !c.state_bf16 ? 4 : 2;
+}
+
 /// The Wide kernel's compile-time q instantiations (q = 2, 3, 4, 8, 16 without the F_B path: gate
 /// modes 1 and 2) on every verify kind, both state dtypes and layouts, against the CPU backend;
-/// B up to 33 with pads, so more than one CTA per SM on small heads too.
+/// B up to 33 with pads, so more than one CTA per SM on small heads too. These grids are small:
+/// the chunk loop's passes of four chunks (fp32) and two (bf16) run here, per_token with one
+/// (the backend's record of the step checked against the plan).
 TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
   uint32_t seed = 6600;
   int cases = 0;
+  int passes[5] = {};  // steps by chunks per pass
   for (int q : {2, 3, 4, 8, 16})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 3; ++rep) {
@@ -713,11 +732,19 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         c.lower_bound = (q + rep) % 2 == 1;
         c.eps = rep == 0 ? 1e-3f : 1e-5f;
         while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 2);
+        const int want = expected_chunks_per_pass(c, seed);
         run_case(c, seed++);
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), q) << c.name() << ": the kernel that ran";
+        const int got = kda::counters::last_step_chunks_per_pass.load();
+        EXPECT_EQ(got, want) << c.name() << ": chunks per pass";
+        ++passes[std::clamp(got, 0, 4)];
         ++cases;
       }
-  std::cout << "[cuda-vs-cpu] compile-time q: " << cases << " configurations\n";
+  std::cout << "[cuda-vs-cpu] compile-time q: " << cases << " configurations (chunks per pass 1 / 2 / 4: " << passes[1]
+            << " / " << passes[2] << " / " << passes[4] << ")\n";
+  EXPECT_GE(passes[4], 10) << "fp32 steps in passes of four chunks";
+  EXPECT_GE(passes[2], 5) << "bf16 steps in passes of two chunks";
+  EXPECT_GE(passes[1], 15) << "per_token steps in passes of one";
 }
 
 /// The Wide verify kernels in both forms (cuda_config::small_grid_verify): a grid of at most two
@@ -776,10 +803,12 @@ TEST_F(CudaVsCpu, WideVerifyBothKernelForms) {
 /// after whole groups of four (q = 3, 5, 6, 7, 9, 11, 13, 15) — for each verify kind, gate
 /// modes 0, 1 and 2, both state dtypes and layouts, against the CPU backend. With q at run time
 /// the first wave loads its tokens in batches of kWaveTokens (the last one partly predicated
-/// off), so these q also cover every batch tail.
+/// off), so these q also cover every batch tail; Wide's small-grid form runs its chunk loop in
+/// passes of two chunks there (checked against the plan).
 TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
   uint32_t seed = 8800;
   int cases = 0;
+  int two_chunk_passes = 0;  // the run-time q kernel's small-grid form, every chunk in flight
   for (Variant v : {Variant::kSplit, Variant::kWide})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int q : {3, 5, 6, 7, 9, 11, 13, 15}) {
@@ -794,10 +823,15 @@ TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
         c.state_bf16 = q == 6 || q == 11 || q == 13;
         c.ds = q != 7;
         c.lower_bound = q % 3 == 0;
+        const int want = expected_chunks_per_pass(c, seed);
         run_case(c, seed++);
+        EXPECT_EQ(kda::counters::last_step_chunks_per_pass.load(), want) << c.name() << ": chunks per pass";
+        two_chunk_passes += want == 2;
         ++cases;
       }
-  std::cout << "[cuda-vs-cpu] token-group tails: " << cases << " configurations\n";
+  std::cout << "[cuda-vs-cpu] token-group tails: " << cases << " configurations, " << two_chunk_passes
+            << " in passes of two chunks\n";
+  EXPECT_GE(two_chunk_passes, 4) << "run-time q steps in passes of two chunks";
 }
 
 /// SPEC §1: the GPU kernels may require W = 4. A layer with another W either runs within the

@@ -37,6 +37,26 @@ inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
+/// Chunks a warp takes per pass of the chunk loop (step_kernel.cuh, NOTES: chunks per pass) in
+/// the Split/Wide instantiation <SPLIT, Q, MIN_BLOCKS> with `state_bytes` of state per element:
+/// Wide's small-grid verify form takes all four with q known at compile time and fp32 state,
+/// two with q at run time or bf16 state; every other kernel one. Measured: H = 96, one and two
+/// requests, q = 2…16 (fp32: two and four; bf16: two), docs/data/ladder_s32/run1.
+/// KDA_STEP_CHUNKS_PER_PASS: the ladder's knob (0: this rule; else the small-grid form's count).
+#ifndef KDA_STEP_CHUNKS_PER_PASS
+#define KDA_STEP_CHUNKS_PER_PASS 0
+#endif
+inline constexpr int chunks_per_pass(int split, int q, int min_blocks, int state_bytes) {
+  if (split != 1 || !small_grid_verify(split, q, min_blocks)) return 1;
+  if (KDA_STEP_CHUNKS_PER_PASS > 0) return KDA_STEP_CHUNKS_PER_PASS;
+  return q != 0 && state_bytes == 4 ? 4 : 2;
+}
+/// The chunks per pass a step runs with on a kernel compiled for `compiled`: those where every
+/// chunk is in flight (`stages` = the CTA's chunks: no refills) and the step is not per_token
+/// (which stores the state after each token: 4–8% slower with more), else one.
+inline constexpr int step_chunks_per_pass(int compiled, int split, int stages, bool per_token) {
+  return compiled > 1 && stages == chunks_per_cta(split) && !per_token ? compiled : 1;
+}
 inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 /// Tokens of a q ≥ 2 step are taken in groups of up to kTokenGroup: the dot products of a
 /// group's tokens with the state as it was when the group began are independent, so they

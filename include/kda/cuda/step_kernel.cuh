@@ -147,6 +147,10 @@ struct StepTraits {
   static constexpr bool kSharedGate = SPLIT_ > 1 && Q_ == 1 && MIN_BLOCKS_ <= 4;
   /// The sigmoid's reciprocal by `rcp.approx` (kSmallGridVerify, above).
   static constexpr bool kApproxRcp = kSmallGridVerify;
+  /// Chunks a warp takes per pass where every chunk is in flight (NOTES: chunks per pass, in the
+  /// kernel; cuda_config::chunks_per_pass).
+  static constexpr int kChunksPerPass = cuda_config::chunks_per_pass(SPLIT_, Q_, MIN_BLOCKS_, int(sizeof(StateT_)));
+  static_assert(kChunksPerPass >= 1 && cuda_config::chunks_per_cta(SPLIT_) % kChunksPerPass == 0, "chunks per pass");
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
@@ -849,19 +853,24 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   const bool writer = (lane % G2) == 0;
   // q >= 2: the tile's register r holds the warp's row tile_row(lane, r) (TokenGroupLanes)
   auto trow = [&](int r) { return T::kQ == 1 ? r : tile_row<RPW>(lane, r); };
-  int s = 0;
-  uint32_t phase = 0;
-#pragma unroll 1
-  for (int c = 0; c < NCH; ++c) {
-    mbar_wait(&full[s], phase);
-    const int crow = c * CR + warp * RPW;  // first row of the warp within the CTA's rows
-    float4 S[RPW];
-    {
-      const StateT* st = reinterpret_cast<const StateT*>(s_state + s * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
+  // One pass over NP chunks: chunks c … c + NP − 1 in stages s … s + NP − 1 (NP > 1: every chunk
+  // in flight, so no refills). Each chunk's rows take the same operations in the same order
+  // either way; NP > 1 only gives a warp independent tiles to interleave.
+  auto pass = [&](auto np_, int c, int& s, uint32_t& phase) {
+    constexpr int NP = decltype(np_)::value;
+    const bool per_token = NP == 1 && mode == StepMode::kPerToken;  // (NP > 1: never per_token)
+    float4 S[NP][RPW];
+    int crow[NP];  // first row of the warp within the CTA's rows, per tile
 #pragma unroll
-      for (int i = 0; i < RPW; ++i) S[i] = load_smem_row4(st + trow(i) * K);
+    for (int j = 0; j < NP; ++j) {
+      mbar_wait(&full[s + j], phase);
+      crow[j] = (c + j) * CR + warp * RPW;
+      const StateT* st =
+          reinterpret_cast<const StateT*>(s_state + (s + j) * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) S[j][i] = load_smem_row4(st + trow(i) * K);
     }
-    if (c + stages < NCH) {
+    if (NP == 1 && c + stages < NCH) {
       // NOTES: the refill is a write by the async proxy (the bulk copy) after reads by the
       // generic proxy; bar.sync orders the threads' accesses among themselves only. So each
       // thread first waits for its loads' data (the asm consumes the registers) and fences
@@ -869,7 +878,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       // an item could be read after the next chunk had landed (seen once in 120 GPU cases
       // with two stages).
 #pragma unroll
-      for (int i = 0; i < RPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
+      for (int i = 0; i < RPW; ++i) asm volatile("" ::"f"(S[0][i].x), "f"(S[0][i].y), "f"(S[0][i].z), "f"(S[0][i].w));
       ptx::fence_proxy_async(ptx::space_shared);
       __syncthreads();  // every warp has read stage s: refill it with chunk c + stages
       if (tid == 0) {
@@ -881,22 +890,27 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         state_g2s(s_state + s * L.stage_bytes(), src, &full[s]);
       }
     }
-    if (++s == stages) s = 0, phase ^= 1u;
+    if ((s += NP) == stages) s = 0, phase ^= 1u;
     // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings)
     for (int pp = 0; pp < npend; ++pp) {
       const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
       const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
-      fold_record_e<RPW>(S, s_recu + pp * RC + crow, kk, ee, trow(0));
+#pragma unroll
+      for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], s_recu + pp * RC + crow[j], kk, ee, trow(0));
     }
     if (write_ck) {
-      StateT* dst = ck_tile + int64_t(crow) * K + lane * 4;
 #pragma unroll
-      for (int i = 0; i < RPW; ++i) {
-        IO::store(dst + trow(i) * K, S[i]);
-        S[i] = IO::stored(S[i]);  // continue from what was stored (SPEC §9)
+      for (int j = 0; j < NP; ++j) {
+        StateT* dst = ck_tile + int64_t(crow[j]) * K + lane * 4;
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+          IO::store(dst + trow(i) * K, S[j][i]);
+          S[j][i] = IO::stored(S[j][i]);  // continue from what was stored (SPEC §9)
+        }
       }
     }
     if constexpr (T::kQ == 1) {
+      static_assert(NP == 1, "q = 1 runs one chunk per pass");
       float kq = kq1;
       if constexpr (T::kLeanVectors) {
         const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
@@ -907,20 +921,21 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         e4 = *reinterpret_cast<const float4*>(s_e + lane * 4);
       }
       float u, o;
-      delta_rows<RPW>(S, k4, q4, e4, s_beta[0], kq, s_yv + crow, lane, u, o);
+      delta_rows<RPW>(S[0], k4, q4, e4, s_beta[0], kq, s_yv + crow[0], lane, u, o);
       if (writer) {
         if (lane < 16) {
-          if (records) corr_out[rank * RC + crow + urow] = u;
+          if (records) corr_out[rank * RC + crow[0] + urow] = u;
         } else {
-          s_o[crow + urow - RPW] = o;
+          s_o[crow[0] + urow - RPW] = o;
         }
       }
-      if (mode == StepMode::kDecode) store_tile<StateT, RPW>(out_tile + int64_t(crow) * K + lane * 4, S);
-      if (mode == StepMode::kPerToken) {
+      if (mode == StepMode::kDecode) store_tile<StateT, RPW>(out_tile + int64_t(crow[0]) * K + lane * 4, S[0]);
+      if (per_token) {
         const int32_t dslot = s_tslots[0];
         if (!is_pad_id(dslot, p.null_slot))
           store_tile<StateT, RPW>(
-              state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow) * K + lane * 4, S);
+              state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) + int64_t(rank * RC + crow[0]) * K + lane * 4,
+              S[0]);
       }
     } else {
       // NOTES: token groups. Within a group of up to four tokens the products a_t = S·(Γ_t⊙k_t)
@@ -934,19 +949,28 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         using GL = TokenGroupLanes<RPW, TG>;
         const GL gl(lane);
         const int n = q - t0 < TG ? q - t0 : TG;  // tokens of the group (TG = 4 may hold 3)
-        const int t = t0 + gl.tok, tc = t < q ? t : q - 1, row = crow + gl.row;
+        const int t = t0 + gl.tok, tc = t < q ? t : q - 1;
         // a_t = S·(Γ⊙y_k)·1/|y_k|, b_t = S·(Γ⊙y_q)·1/|y_q|·scale
-        float acc = token_group_dots<RPW, TG>(S, s_kgq, qg, t0, lane) * s_nrm[gl.which * kMaxQ + tc];
+        float acc[NP], my_u[NP];
+#pragma unroll
+        for (int j = 0; j < NP; ++j)
+          acc[j] = token_group_dots<RPW, TG>(S[j], s_kgq, qg, t0, lane) * s_nrm[gl.which * kMaxQ + tc];
         const float4 mn = *reinterpret_cast<const float4*>(s_mn + tc * 8 + gl.which * 4);
-        const float my_u = token_group_solve<RPW, TG>(acc, s_yv[tc * RC + row], s_beta[tc], mn, lane);
+#pragma unroll
+        for (int j = 0; j < NP; ++j)
+          my_u[j] = token_group_solve<RPW, TG>(acc[j], s_yv[tc * RC + crow[j] + gl.row], s_beta[tc], mn, lane);
         if (GL::writer(lane) && gl.tok < n) {
-          if (gl.which == 0) {
-            if (records) corr_out[t * K + rank * RC + row] = my_u;
-          } else {
-            s_o[t * RC + row] = acc;
+#pragma unroll
+          for (int j = 0; j < NP; ++j) {
+            const int row = crow[j] + gl.row;
+            if (gl.which == 0) {
+              if (records) corr_out[t * K + rank * RC + row] = my_u[j];
+            } else {
+              s_o[t * RC + row] = acc[j];
+            }
           }
         }
-        if (mode == StepMode::kPerToken || t0 + TG < q) {
+        if (per_token || t0 + TG < q) {
 #pragma unroll
           for (int tt = 0; tt < TG; ++tt) {
             if (tt >= n) break;
@@ -956,18 +980,24 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
             const float4 kk = make_float4(yk.x * ik, yk.y * ik, yk.z * ik, yk.w * ik);
             const float4 ee = *reinterpret_cast<const float4*>(s_e + ta * K + lane * 4);
 #pragma unroll
-            for (int i = 0; i < RPW; ++i) {
-              const float u = __shfl_sync(0xffffffffu, my_u, GL::a_lane(trow(i), tt));
-              S[i] = make_float4(fmaf(u, kk.x, S[i].x * ee.x), fmaf(u, kk.y, S[i].y * ee.y),
-                                 fmaf(u, kk.z, S[i].z * ee.z), fmaf(u, kk.w, S[i].w * ee.w));
+            for (int j = 0; j < NP; ++j) {
+#pragma unroll
+              for (int i = 0; i < RPW; ++i) {
+                const float u = __shfl_sync(0xffffffffu, my_u[j], GL::a_lane(trow(i), tt));
+                S[j][i] = make_float4(fmaf(u, kk.x, S[j][i].x * ee.x), fmaf(u, kk.y, S[j][i].y * ee.y),
+                                      fmaf(u, kk.z, S[j][i].z * ee.z), fmaf(u, kk.w, S[j][i].w * ee.w));
+              }
             }
-            if (mode == StepMode::kPerToken) {
+            if (per_token) {
               const int32_t dslot = s_tslots[ta];
               if (!is_pad_id(dslot, p.null_slot)) {
-                StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) +
-                              int64_t(rank * RC + crow) * K + lane * 4;
 #pragma unroll
-                for (int i = 0; i < RPW; ++i) IO::store(dst + trow(i) * K, S[i]);
+                for (int j = 0; j < NP; ++j) {
+                  StateT* dst = state_tile<StateT>(p.state, p.state_slot_stride, dslot, h) +
+                                int64_t(rank * RC + crow[j]) * K + lane * 4;
+#pragma unroll
+                  for (int i = 0; i < RPW; ++i) IO::store(dst + trow(i) * K, S[j][i]);
+                }
               }
             }
           }
@@ -982,6 +1012,30 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         else
           group(std::integral_constant<int, 1>{}, t0);
       }
+    }
+  };
+  {
+    int s = 0;
+    uint32_t phase = 0;
+    bool multi = false;
+    if constexpr (T::kChunksPerPass > 1) {
+      // NOTES: chunks per pass. A small grid's CTA has every chunk in flight, and at one or two
+      // requests each of its warps issues one dependent chain (the token groups' reductions and
+      // in-group solves, the fold): several chunks per pass give a warp independent chains to
+      // interleave. H = 96, one request, q = 4: record 10.64 → 10.14 µs, fused 14.07 → 13.41; q = 8
+      // at two requests −10%; bf16 q = 4 −6 to −8% (two per pass). per_token, which stores the
+      // state after every token, ran 4–8% slower with them and keeps one
+      // (docs/data/ladder_s32/run1).
+      if (cuda_config::step_chunks_per_pass(T::kChunksPerPass, SPLIT, stages, mode == StepMode::kPerToken) > 1) {
+        multi = true;
+#pragma unroll 1
+        for (int c = 0; c < NCH; c += T::kChunksPerPass)
+          pass(std::integral_constant<int, T::kChunksPerPass>{}, c, s, phase);
+      }
+    }
+    if (!multi) {
+#pragma unroll 1
+      for (int c = 0; c < NCH; ++c) pass(std::integral_constant<int, 1>{}, c, s, phase);
     }
   }
 
