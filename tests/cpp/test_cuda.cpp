@@ -361,7 +361,9 @@ void expect_caches_close(const World& w, const CacheSnapshot& before, double tol
   EXPECT_EQ(w.pending.host, w.pending.down()) << name << ": pending";
 }
 
-void run_case(const Config& cfg, uint32_t seed) {
+/// One step of `cfg` on the GPU and on the CPU backend, compared; `ran` (if given) receives the
+/// plan of the GPU step.
+void run_case(const Config& cfg, uint32_t seed, Plan* ran = nullptr) {
   SCOPED_TRACE(cfg.name() + " seed " + std::to_string(seed));
   World w(cfg, seed);
   const CacheSnapshot before(w);
@@ -403,7 +405,9 @@ void run_case(const Config& cfg, uint32_t seed) {
   // difference reaches every column's decay: its documented bound is 4e-5 (docs/VALIDATION.md;
   // worst seen 2.15e-5, bf16 state, append, docs/data/ladder_s15/run6). The plan says which
   // mode ran: cfg.gate1 forces mode 1, and `auto` takes it for many keys.
-  const bool mode1 = gk.plan_for({cfg.mode, cfg.B, cfg.q}, w.caches(true)).gate_mode == GateMode::kShared;
+  const Plan& plan = gk.plan_for({cfg.mode, cfg.B, cfg.q}, w.caches(true));
+  if (ran) *ran = plan;
+  const bool mode1 = plan.gate_mode == GateMode::kShared;
   expect_caches_close(w, before, mode1 ? 4e-5 : 2e-5, name);
 }
 
@@ -691,15 +695,11 @@ TEST_F(CudaVsCpu, SixteenTokensAndSmallShapes) {
     }
 }
 
-/// The chunks per pass a step of `c` should run its chunk loop with (step_kernel.cuh, NOTES:
-/// chunks per pass), from its plan: in Wide's small-grid verify form with every chunk in flight
-/// (four stages) and not per_token, four with q at compile time (2, 3, 4, 8, 16 without the F_B
-/// path) and fp32 state, two with q at run time or bf16 state; one everywhere else.
-int expected_chunks_per_pass(const Config& c, uint32_t seed) {
-  World w(c, seed);
-  PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
-  gk.prepare(w.caches(true));
-  const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
+/// The chunks per pass a step of `c` planned as `pl` should run its chunk loop with
+/// (step_kernel.cuh, NOTES: chunks per pass): in Wide's small-grid verify form with every chunk
+/// in flight (four stages) and not per_token, four with q at compile time (2, 3, 4, 8, 16 without
+/// the F_B path) and fp32 state, two with q at run time or bf16 state; one everywhere else.
+int expected_chunks_per_pass(const Config& c, const Plan& pl) {
   if (pl.variant != Variant::kWide || c.mode == StepMode::kPerToken ||
       !kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm) || pl.ring_stages != 4)
     return 1;
@@ -732,11 +732,11 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         c.lower_bound = (q + rep) % 2 == 1;
         c.eps = rep == 0 ? 1e-3f : 1e-5f;
         while (int64_t(c.H) * c.B * c.q > 2000) c.B = std::max(1, c.B / 2);
-        const int want = expected_chunks_per_pass(c, seed);
-        run_case(c, seed++);
+        Plan pl;
+        run_case(c, seed++, &pl);
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), q) << c.name() << ": the kernel that ran";
         const int got = kda::counters::last_step_chunks_per_pass.load();
-        EXPECT_EQ(got, want) << c.name() << ": chunks per pass";
+        EXPECT_EQ(got, expected_chunks_per_pass(c, pl)) << c.name() << ": chunks per pass";
         ++passes[std::clamp(got, 0, 4)];
         ++cases;
       }
@@ -779,17 +779,12 @@ TEST_F(CudaVsCpu, WideVerifyBothKernelForms) {
         c.lower_bound = gate == 1;
         c.eps = large ? 1e-4f : 1e-6f;
         const bool small = !large || q == 16;
-        {
-          World w(c, seed);
-          PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
-          gk.prepare(w.caches(true));
-          const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
-          EXPECT_EQ(kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm), small)
-              << c.name() << ": " << pl.describe();
-          EXPECT_EQ(pl.gate_mode, gate == 0 ? GateMode::kPerItem : gate == 1 ? GateMode::kShared : GateMode::kPrecomputed)
-              << c.name();
-        }
-        run_case(c, seed++);
+        Plan pl;
+        run_case(c, seed++, &pl);
+        EXPECT_EQ(kda::cuda_config::small_grid_verify(pl.split, c.q, pl.ctas_per_sm), small)
+            << c.name() << ": " << pl.describe();
+        EXPECT_EQ(pl.gate_mode, gate == 0 ? GateMode::kPerItem : gate == 1 ? GateMode::kShared : GateMode::kPrecomputed)
+            << c.name();
         // the kernel that ran: the form the plan named, q at compile time where it has one
         EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), small ? 2 : 4) << c.name();
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), gate == 0 || q == 5 ? 0 : q) << c.name();
@@ -823,8 +818,9 @@ TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
         c.state_bf16 = q == 6 || q == 11 || q == 13;
         c.ds = q != 7;
         c.lower_bound = q % 3 == 0;
-        const int want = expected_chunks_per_pass(c, seed);
-        run_case(c, seed++);
+        Plan pl;
+        run_case(c, seed++, &pl);
+        const int want = expected_chunks_per_pass(c, pl);
         EXPECT_EQ(kda::counters::last_step_chunks_per_pass.load(), want) << c.name() << ": chunks per pass";
         two_chunk_passes += want == 2;
         ++cases;
