@@ -583,14 +583,9 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
       c.output_norm = rep != 1;
       c.Qr = rep % 2 ? 16 : 4;
       c.lower_bound = rep & 1;
-      {
-        World w(c, seed);
-        PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
-        gk.prepare(w.caches(true));
-        const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
-        EXPECT_EQ(pl.ctas_per_sm, 6) << c.name() << ": " << pl.describe();
-      }
-      run_case(c, seed++);
+      Plan pl;
+      run_case(c, seed++, &pl);
+      EXPECT_EQ(pl.ctas_per_sm, 6) << c.name() << ": " << pl.describe();
       EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), 6) << c.name() << ": the kernel that ran";
       ++cases;
     }
@@ -615,14 +610,9 @@ TEST_F(CudaVsCpu, DecodeThreeStateStagesOnASpreadGrid) {
     c.ds = rep < 3;
     c.output_norm = rep != 1;
     c.lower_bound = rep & 1;
-    {
-      World w(c, seed);
-      PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
-      gk.prepare(w.caches(true));
-      const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
-      if ((int64_t(c.B) * c.H + sms - 1) / sms == 3) EXPECT_EQ(pl.ring_stages, 3) << c.name() << ": " << pl.describe();
-    }
-    run_case(c, seed++);
+    Plan pl;
+    run_case(c, seed++, &pl);
+    if ((int64_t(c.B) * c.H + sms - 1) / sms == 3) EXPECT_EQ(pl.ring_stages, 3) << c.name() << ": " << pl.describe();
   }
 }
 
@@ -655,15 +645,10 @@ TEST_F(CudaVsCpu, SplitSharedGateEveryClusterSize) {
         c.out_slots = m == StepMode::kDecode && rep == 1;
         if (m == StepMode::kAppend && rep >= 2) c.pending = 4;  // a full row: fold, write back, new row
         c.eps = rep == 0 ? 1e-6f : 3e-3f;
-        {
-          World w(c, seed);
-          PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
-          gk.prepare(w.caches(true));
-          const Plan& pl = gk.plan_for({c.mode, c.B, c.q}, w.caches(true));
-          ASSERT_EQ(pl.split, std::max(2, choose_split(int64_t(c.H) * c.B, sms))) << c.name() << ": " << pl.describe();
-          splits.insert(pl.split);
-        }
-        run_case(c, seed++);
+        Plan pl;
+        run_case(c, seed++, &pl);
+        ASSERT_EQ(pl.split, std::max(2, choose_split(int64_t(c.H) * c.B, sms))) << c.name() << ": " << pl.describe();
+        splits.insert(pl.split);
         ++cases;
       }
   if (sms == 132) EXPECT_EQ(splits, (std::set<int>{2, 4, 8}));
