@@ -24,6 +24,8 @@
 #              "S:I …" replays configurations first)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex;
+#              NCU_SKIP launches skipped (default 8); NCU_EXTRA more ncu options, e.g. "--cache-control none"
+#              for a warm launch;
 #              NCU_BIN: a kda_bench_* of $BIN), with a per-instruction SASS stall table (ncu-N-sass.csv;
 #              benchmarks/ladder/sass_blocks.py reads it: instructions per item, by block)
 #   ladder     LADDER="NAME ARGS;NAME ARGS…": each kda_bench variant $BIN/kda_bench_NAME
@@ -259,7 +261,7 @@ if has ncu; then
     t=$SECONDS
     nb=$BENCH_BIN
     [[ -n ${NCU_BIN:-} ]] && nb=${BIN:-$BUILD/benchmarks}/$NCU_BIN
-    ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-kda_}" --launch-skip 8 --launch-count 1 \
+    ncu --clock-control none ${NCU_EXTRA:-} --kernel-name "regex:${NCU_KERNEL:-kda_}" --launch-skip ${NCU_SKIP:-8} --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section SourceCounters \
       -o "$OUT/ncu-$i" "$nb" $cfg >"$OUT/ncu-$i.log" 2>&1

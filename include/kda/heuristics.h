@@ -24,22 +24,23 @@ struct AutoRule {
 /// The same table holds for bf16 state once small grids are spread over the SMs
 /// (kStepSpreadCtasPerSm): Wide beats Split at 48–192 items, by 43-44% at 96 items and 9-10% at
 /// 192 (docs/data/ladder_s15/run4; without the spread Split won at 96-383 items with bf16 state,
-/// docs/data/ladder_s14/run8, run9). At 48–192 items Split stays behind Wide with fp32 state
+/// docs/data/ladder_s14/run8, run9). At 48–192 items Split stayed behind Wide with fp32 state
 /// too, without the spread padding and with half the split (docs/data/ladder_s21/run3: H = 48,
 /// B = 1 in gate mode 0 Wide 6.71 µs, Split 14.19, 9.67 unpadded, 7.28 at split 2).
-/// NOTES: 17–24 items run Split again. With the shared gate (step_kernel.cuh) Split 8 beats Wide
-/// at 24 items in every measured form (docs/data/ladder_s28/run3: H = 12, B = 2 / H = 24, B = 1 /
-/// H = 4, B = 6 / H = 8, B = 3, gate mode 0: 5.26–5.36 µs against 5.81–5.83; mode 2 4.98–5.04
-/// against 5.51–5.56; bf16 state 5.13 against 5.55; append Qr = 8 7.16 against 8.12). At 13–16 and
-/// 25–32 items it loses by 45–60% (16 items: 8.80–8.86 against 5.70–5.73; 32: 9.76–9.80 against
-/// 6.03–6.10): a cluster of 8 must fit in one GPC, and with the spread grid's one (up to 132 CTAs)
-/// or two (up to 264) CTAs per SM the times fit 16 or 32 such clusters running in two waves on the
-/// H200, 12 and 24 in one (13–15 items, not measured, stay on Wide).
-inline constexpr AutoRule kDecodeRules[] = {
-    {0, Variant::kSplit}, {13, Variant::kWide}, {17, Variant::kSplit}, {25, Variant::kWide}};
+/// NOTES: Split up to 66 items. With the split that keeps a grid within one CTA per SM (choose_split,
+/// kMaxSplit below) Split beats Wide wherever that split is at least 2: up to 66 items on the
+/// H200's 132 SMs (clusters of 8 up to 12 items, of 4 at 13–24, of 2 at 25–66). Decode at one
+/// request: 16 items 4.51 µs against Wide's 5.52, 48 items 6.18 against 6.33, 64 items 6.44
+/// against 6.67; append Qr = 8 at 16 items 6.30 against 7.80 (docs/data/ladder_s34/run4, run5).
+/// Before, the split filled two CTAs per SM, and Split ran only up to 12 items and at 17–24
+/// (ladder_s28/run3), losing by 45–60% at 13–16 and 25–32 items, where its clusters of 8 took
+/// a second wave.
+inline constexpr int64_t kSplitMaxItems = 66;
+inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {67, Variant::kWide}};
 /// append: decode's table (WS has no append path).
-inline constexpr AutoRule kAppendRules[] = {
-    {0, Variant::kSplit}, {13, Variant::kWide}, {17, Variant::kSplit}, {25, Variant::kWide}};
+inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {67, Variant::kWide}};
+static_assert(kDecodeRules[1].min_items == kSplitMaxItems + 1 && kAppendRules[1].min_items == kSplitMaxItems + 1,
+              "the tables' Split range");
 /// verify steps under gate mode 0, by q: with one token the Split/Wide kernel wins every kind
 /// at every measured size (per_token 6–8%, record 12–16%, fused 14–24%;
 /// docs/data/sweep_s11_run3_verify*.csv). With q ≥ 2 (the token-group kernel with its norms
@@ -66,15 +67,23 @@ inline constexpr AutoRule kVerifyQ2Rules[] = {{0, Variant::kSplit}, {13, Variant
 inline constexpr AutoRule kVerifyQ4Rules[] = {
     {0, Variant::kSplit}, {13, Variant::kWS}, {192, Variant::kWide}};  // q >= 4
 
-/// Split (forced): CTAs per item are raised (2, 4, 8) until the grid holds at least this
-/// many CTAs per SM. KDA_SPLIT_TARGET_CTAS_PER_SM: the ladder's knob (1: half the split at
-/// 24–192 items, faster than 2 there but still behind Wide: docs/data/ladder_s21/run3).
-#ifndef KDA_SPLIT_TARGET_CTAS_PER_SM
-#define KDA_SPLIT_TARGET_CTAS_PER_SM 2
+/// Split: the CTAs per item (2, 4, 8) are the most that keep the grid within one CTA per SM, and
+/// clusters of 4 and 8 within kSplitClusterMaxCtas CTAs (choose_split).
+/// NOTES: one CTA per SM. The split used to be raised until the grid held two CTAs per SM; a
+/// Split item's CTA is short (16–64 rows) and its time is the item's dependent prologue, which a
+/// second CTA on the SM slows more than the rows it takes off. Decode at one request, gate mode 0
+/// (docs/data/ladder_s34/run3, run4, run5): H = 16 Split 4 (64 CTAs) 4.51 µs against Wide 5.52; H = 20
+/// 4.63 against Split 8 4.92; H = 24 Split 4 4.73–4.84 against Split 8 (192 CTAs, two per SM)
+/// 5.04–5.06; H = 48 Split 2 6.13–6.18 against Wide 6.33; H = 64 6.44 against 6.67; H = 12 Split 8
+/// 4.49 (Split 4 4.44); bf16 state and append Qr = 8 the same way (H = 16 append 6.30 against 7.80).
+/// Clusters must fit in one GPC: 32 clusters of 4 (128 CTAs: H = 32, B = 1) took 8.92 µs against
+/// Wide's 5.84, a second wave, as 16 clusters of 8 did (ladder_s28/run3); 24 of 4 and 12 of 8
+/// (96 CTAs) ran in one. KDA_MAX_SPLIT: the ladder's knob.
+#ifndef KDA_MAX_SPLIT
+#define KDA_MAX_SPLIT 8
 #endif
-inline constexpr int kSplitTargetCtasPerSm = KDA_SPLIT_TARGET_CTAS_PER_SM;
-/// Largest cluster (portable size on sm_90).
-inline constexpr int kMaxSplit = 8;
+inline constexpr int kMaxSplit = KDA_MAX_SPLIT;
+inline constexpr int64_t kSplitClusterMaxCtas = 96;
 
 /// Split / Wide: the occupancy the kernel is laid out for. A CTA streams its rows through
 /// `stages` shared-memory stages; more CTAs per SM hide more of each item's dependent phases,

@@ -84,7 +84,8 @@ struct Plan {
 Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer, const DeviceInfo& dev);
 
 /// Split factor the heuristics choose for `items` = B·H items on `sms` multiprocessors
-/// (1, 2, 4 or 8: enough CTAs to fill the GPU twice over).
+/// (1, 2, 4 or 8: the most CTAs per item that keep the grid within one CTA per SM, clusters of 4
+/// and 8 within heuristics::kSplitClusterMaxCtas CTAs; a Split plan takes at least 2).
 int choose_split(int64_t items, int sms);
 
 }  // namespace kda

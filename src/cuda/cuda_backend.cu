@@ -69,39 +69,45 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
       cuda_config::step_chunks_per_pass(cuda_config::chunks_per_pass(SPLIT, Q, MB, int(sizeof(StateT))), SPLIT,
                                         p.ring_stages, p.mode == int(StepMode::kPerToken)),
       std::memory_order_relaxed);
+  counters::last_step_fold_warps.store(cuda_config::fold_warps(SPLIT, Q, MB), std::memory_order_relaxed);
   return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
 }
 
 /// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
 /// 3, 4, 8 without; q = 16 only in the small-grid form (its shared memory, 105 KiB and more,
 /// never lets more than two CTAs share an SM).
+/// The fold-warp twins of the small-grid form (cuda_config::fold_warps): without the F_B path only.
+constexpr int kFoldTwin = cuda_config::kFoldWarpsMinBlocks;
+
 template <class StateT, int MB>
 cudaError_t set_wide_attributes(int64_t smem) {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 0, true, MB>(smem),
-                        cuda::set_step_attributes<1, StateT, 0, false, MB>(smem),
+  if constexpr (MB != kFoldTwin) e = cuda::set_step_attributes<1, StateT, 0, true, MB>(smem);
+  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 0, false, MB>(smem),
                         cuda::set_step_attributes<1, StateT, 2, false, MB>(smem),
                         cuda::set_step_attributes<1, StateT, 3, false, MB>(smem),
                         cuda::set_step_attributes<1, StateT, 4, false, MB>(smem),
                         cuda::set_step_attributes<1, StateT, 8, false, MB>(smem)})
     if (e == cudaSuccess) e = x;
-  if constexpr (MB == kSmall)
+  if constexpr (MB == kSmall || MB == kFoldTwin)
     if (e == cudaSuccess) e = cuda::set_step_attributes<1, StateT, 16, false, MB>(smem);
   return e;
 }
 
 /// A Wide verify step (q ≥ 2) on the kernel compiled for MB CTAs per SM: run-time q with the F_B
-/// path in gate mode 0, else without it, q = 2, 3, 4, 8 (16: small-grid form) with their own.
+/// path in gate mode 0, else without it, q = 2, 3, 4, 8 (16: small-grid form and its twins) with
+/// their own.
 template <class StateT, int MB>
 cudaError_t launch_wide_verify(const StepParams& p, const Plan& plan, cudaStream_t s) {
-  if (plan.gate_mode == GateMode::kPerItem) return launch_step_kernel<1, StateT, 0, true, MB>(p, plan, s);
+  if constexpr (MB != kFoldTwin)
+    if (plan.gate_mode == GateMode::kPerItem) return launch_step_kernel<1, StateT, 0, true, MB>(p, plan, s);
   switch (p.q) {
     case 2: return launch_step_kernel<1, StateT, 2, false, MB>(p, plan, s);
     case 3: return launch_step_kernel<1, StateT, 3, false, MB>(p, plan, s);
     case 4: return launch_step_kernel<1, StateT, 4, false, MB>(p, plan, s);
     case 8: return launch_step_kernel<1, StateT, 8, false, MB>(p, plan, s);
     case 16:
-      if constexpr (MB == kSmall) return launch_step_kernel<1, StateT, 16, false, MB>(p, plan, s);
+      if constexpr (MB == kSmall || MB == kFoldTwin) return launch_step_kernel<1, StateT, 16, false, MB>(p, plan, s);
       break;
     default: break;
   }
@@ -117,7 +123,8 @@ cudaError_t set_attrs(int64_t smem) {
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
     for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
                           set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
-                          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem)})
+                          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
+                          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem)})
       if (e == cudaSuccess) e = x;
   } else {
     for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
@@ -134,7 +141,8 @@ cudaError_t set_attrs(int64_t smem) {
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
-/// two (cuda_config::small_grid_verify).
+/// two (cuda_config::small_grid_verify); the latter's fold-warp twins (without the F_B path) take a
+/// fused step on a plan of one CTA per SM (cuda_config::step_fold_warps).
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
@@ -146,8 +154,11 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {
-    return cuda_config::small_grid_verify(1, p.q, plan.ctas_per_sm) ? launch_wide_verify<StateT, kSmall>(p, plan, s)
-                                                                    : launch_wide_verify<StateT, 4>(p, plan, s);
+    if (!cuda_config::small_grid_verify(1, p.q, plan.ctas_per_sm)) return launch_wide_verify<StateT, 4>(p, plan, s);
+    if (plan.gate_mode != GateMode::kPerItem &&
+        cuda_config::step_fold_warps(1, p.ring_stages, p.mode == int(StepMode::kFused), plan.ctas_per_sm))
+      return launch_wide_verify<StateT, kFoldTwin>(p, plan, s);
+    return launch_wide_verify<StateT, kSmall>(p, plan, s);
   } else {
     if (plan.gate_mode == GateMode::kPerItem) return launch_step_kernel<SPLIT, StateT, 0, true>(p, plan, s);
     return launch_step_kernel<SPLIT, StateT, 0, false>(p, plan, s);

@@ -50,7 +50,8 @@ cudaError_t launch_pdl(Kernel kernel, const StepParams& p, dim3 grid, int thread
 template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
   using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS>;
-  return launch_pdl(kda_step_kernel<T>, p, dim3(unsigned(ctas)), T::kThreads, smem, stream, SPLIT);
+  // (the fold-warp twins: kThreads and their fold warps, StepTraits::kBoundThreads)
+  return launch_pdl(kda_step_kernel<T>, p, dim3(unsigned(ctas)), T::kBoundThreads, smem, stream, SPLIT);
 }
 
 template <class StateT>

@@ -181,7 +181,9 @@ std::string Plan::describe() const {
 
 int choose_split(int64_t items, int sms) {
   int s = 1;
-  while (s < heuristics::kMaxSplit && items * s < int64_t(heuristics::kSplitTargetCtasPerSm) * sms) s *= 2;
+  while (s < heuristics::kMaxSplit && items * s * 2 <= sms &&
+         (s * 2 < 4 || items * s * 2 <= heuristics::kSplitClusterMaxCtas))
+    s *= 2;
   return s;
 }
 

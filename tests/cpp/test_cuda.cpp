@@ -624,7 +624,8 @@ TEST_F(CudaVsCpu, DecodeThreeStateStagesOnASpreadGrid) {
 TEST_F(CudaVsCpu, SplitSharedGateEveryClusterSize) {
   int sms = 0;
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int shapes[][2] = {{4, 3}, {1, 1}, {12, 8}, {96, 1}, {32, 5}, {3, 64}};  // {H, B}
+  // {H, B}: split 8 at 1 and 12 items, 4 at 16 and 24, 2 from 32 (a forced Split takes at least 2)
+  const int shapes[][2] = {{4, 3}, {1, 1}, {24, 1}, {16, 1}, {16, 2}, {12, 4}, {96, 1}, {32, 5}, {3, 64}};
   std::set<int> splits;
   uint32_t seed = 8100;
   int cases = 0;
@@ -692,15 +693,28 @@ int expected_chunks_per_pass(const Config& c, const Plan& pl) {
   return compile_time_q && !c.state_bf16 ? 4 : 2;
 }
 
+/// The fold warps a step of `c` planned as `pl` should run with (step_kernel.cuh, NOTES: fold
+/// warps): a fused step without the F_B path in Wide's small-grid verify form, every chunk in
+/// flight (four stages), on a plan of one CTA per SM runs the fold-warp twins
+/// (cuda_config::fold_warps); none everywhere else.
+int expected_fold_warps(const Config& c, const Plan& pl) {
+  if (pl.variant != Variant::kWide || pl.gate_mode == GateMode::kPerItem ||
+      !kda::cuda_config::step_fold_warps(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm))
+    return 0;
+  return kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks);
+}
+
 /// The Wide kernel's compile-time q instantiations (q = 2, 3, 4, 8, 16 without the F_B path: gate
 /// modes 1 and 2) on every verify kind, both state dtypes and layouts, against the CPU backend;
 /// B up to 33 with pads, so more than one CTA per SM on small heads too. These grids are small:
-/// the chunk loop's passes of four chunks (fp32) and two (bf16) run here, per_token with one
-/// (the backend's record of the step checked against the plan).
+/// the chunk loop's passes of four chunks (fp32) and two (bf16) run here, per_token with one,
+/// and fused steps on the fold-warp twins (the backend's record of the step checked against the
+/// plan).
 TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
   uint32_t seed = 6600;
   int cases = 0;
   int passes[5] = {};  // steps by chunks per pass
+  int folded = 0;      // fused steps with fold warps
   for (int q : {2, 3, 4, 8, 16})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 3; ++rep) {
@@ -723,10 +737,15 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         const int got = kda::counters::last_step_chunks_per_pass.load();
         EXPECT_EQ(got, expected_chunks_per_pass(c, pl)) << c.name() << ": chunks per pass";
         ++passes[std::clamp(got, 0, 4)];
+        const int fw = kda::counters::last_step_fold_warps.load();
+        EXPECT_EQ(fw, expected_fold_warps(c, pl)) << c.name() << ": fold warps";
+        folded += fw > 0;
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] compile-time q: " << cases << " configurations (chunks per pass 1 / 2 / 4: " << passes[1]
-            << " / " << passes[2] << " / " << passes[4] << ")\n";
+            << " / " << passes[2] << " / " << passes[4] << "; fused with fold warps: " << folded << ")\n";
+  if (kda::cuda_config::fold_warps(1, 4, kda::cuda_config::kFoldWarpsMinBlocks) > 0)
+    EXPECT_GE(folded, 10) << "fused steps with fold warps";
   EXPECT_GE(passes[4], 10) << "fp32 steps in passes of four chunks";
   EXPECT_GE(passes[2], 5) << "bf16 steps in passes of two chunks";
   EXPECT_GE(passes[1], 15) << "per_token steps in passes of one";
@@ -789,6 +808,7 @@ TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
   uint32_t seed = 8800;
   int cases = 0;
   int two_chunk_passes = 0;  // the run-time q kernel's small-grid form, every chunk in flight
+  int folded = 0;            // fused steps with fold warps
   for (Variant v : {Variant::kSplit, Variant::kWide})
     for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int q : {3, 5, 6, 7, 9, 11, 13, 15}) {
@@ -808,10 +828,12 @@ TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
         const int want = expected_chunks_per_pass(c, pl);
         EXPECT_EQ(kda::counters::last_step_chunks_per_pass.load(), want) << c.name() << ": chunks per pass";
         two_chunk_passes += want == 2;
+        EXPECT_EQ(kda::counters::last_step_fold_warps.load(), expected_fold_warps(c, pl)) << c.name() << ": fold warps";
+        folded += expected_fold_warps(c, pl) > 0;
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] token-group tails: " << cases << " configurations, " << two_chunk_passes
-            << " in passes of two chunks\n";
+            << " in passes of two chunks, " << folded << " fused with fold warps\n";
   EXPECT_GE(two_chunk_passes, 4) << "run-time q steps in passes of two chunks";
 }
 

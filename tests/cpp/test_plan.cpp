@@ -163,15 +163,20 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
   sorted(kda::heuristics::kVerifyQ2Rules);
 }
 
-TEST(Plan, SplitFactorsFillTheGpu) {
-  const int target = kda::heuristics::kSplitTargetCtasPerSm;
+TEST(Plan, SplitFactorsKeepOneCtaPerSm) {
   for (int sms : {1, 16, 132, 148})
     for (int64_t items = 1; items <= 2000; ++items) {
       const int s = kda::choose_split(items, sms);
       ASSERT_TRUE(s == 1 || s == 2 || s == 4 || s == 8) << items << " items: split " << s;
-      if (s < kda::heuristics::kMaxSplit) EXPECT_GE(items * s, int64_t(target) * sms) << items;
-      if (s > 1) EXPECT_LT(items * (s / 2), int64_t(target) * sms) << items << " items: split larger than needed";
+      if (s > 1) EXPECT_LE(items * s, sms) << items << " items: split " << s << " puts two CTAs on an SM";
+      if (s >= 4) EXPECT_LE(items * s, kda::heuristics::kSplitClusterMaxCtas) << items << " items: clusters of " << s;
+      const bool larger_allowed =
+          s < kda::heuristics::kMaxSplit && (2 * s < 4 || items * 2 * s <= kda::heuristics::kSplitClusterMaxCtas);
+      if (larger_allowed) EXPECT_GT(items * 2 * s, sms) << items << " items: split " << s << " smaller than fits";
     }
+  // H200: the auto tables' Split range is the range where the split is at least 2
+  for (int64_t items = 1; items <= 200; ++items)
+    EXPECT_EQ(kda::heuristics::auto_variant(items) == Variant::kSplit, kda::choose_split(items, 132) >= 2) << items;
   // the launch shape of forced Split / Wide plans
   const DeviceInfo d = gpu();
   for (int H : {1, 3, 4, 12, 64})
@@ -189,7 +194,7 @@ TEST(Plan, SplitFactorsFillTheGpu) {
         EXPECT_GE(p.ring_stages, 1);
         EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
         EXPECT_LE(p.smem, d.smem_optin);
-        EXPECT_GE(p.ctas, std::min<int64_t>(items * 8, int64_t(target) * d.sms)) << "the grid does not fill the GPU";
+        EXPECT_LE(p.ctas, std::max<int64_t>(items * 2, d.sms)) << "more than one CTA per SM where a smaller split fits";
         const Plan w = kda::plan_step({m, B, q}, pol(Variant::kWide), shape(H), d);
         EXPECT_EQ(w.split, 1);
         EXPECT_EQ(w.ctas, items);
@@ -567,8 +572,8 @@ TEST(Plan, WsFusedStagesHoldEveryPendingRecord) {
 }
 
 TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
-  // kda/heuristics.h: every kind Split up to 12 items; from 13: decode and append Wide (Split
-  // again at 17–24 items: the shared gate, clusters of 8 in one wave), verify
+  // kda/heuristics.h: every kind Split up to 12 items; decode and append Split up to 66 items
+  // (a split of at least two within one CTA per SM on 132 SMs), Wide from 67; verify
   // q = 1 Wide, per_token q > 1 WS, record / fused WS and at q >= 4 Wide from 192 items; Wide
   // wherever the layout forbids bulk copies or two WS ring stages do not fit. WS only in gate
   // mode 0: with the gate precomputed (mode 2) the same keys run Wide.
@@ -580,13 +585,13 @@ TEST(Plan, AutoPicksFromTheMeasuredThresholds) {
   LayerShape l4 = l;
   l4.H = 4;
   for (StepMode m : {StepMode::kDecode, StepMode::kAppend}) {
-    EXPECT_EQ(pick(m, 3, 1, l4), Variant::kSplit);  // 12 items
-    EXPECT_EQ(pick(m, 4, 1, l4), Variant::kWide);   // 16
-    EXPECT_EQ(pick(m, 5, 1, l4), Variant::kSplit);  // 20
-    EXPECT_EQ(pick(m, 6, 1, l4), Variant::kSplit);  // 24
-    EXPECT_EQ(pick(m, 7, 1, l4), Variant::kWide);   // 28
-    EXPECT_EQ(pick(m, 1, 1, l), Variant::kWide);    // 32
-    EXPECT_EQ(pick(m, 3, 1, l), Variant::kWide);    // 96
+    EXPECT_EQ(pick(m, 3, 1, l4), Variant::kSplit);   // 12 items
+    EXPECT_EQ(pick(m, 4, 1, l4), Variant::kSplit);   // 16
+    EXPECT_EQ(pick(m, 7, 1, l4), Variant::kSplit);   // 28
+    EXPECT_EQ(pick(m, 1, 1, l), Variant::kSplit);    // 32
+    EXPECT_EQ(pick(m, 2, 1, l), Variant::kSplit);    // 64
+    EXPECT_EQ(pick(m, 17, 1, l4), Variant::kWide);   // 68
+    EXPECT_EQ(pick(m, 3, 1, l), Variant::kWide);     // 96
     EXPECT_EQ(pick(m, 256, 1, l), Variant::kWide);
   }
   for (StepMode m : {StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})

@@ -76,6 +76,22 @@ __device__ __forceinline__ float4 load_smem_row4(const uint16_t* p) {
                      bits_float(u.y & 0xffff0000u));
 }
 
+/// fp32 -> 4 consecutive K values of a state row in shared memory, as stored (bf16: the rounding
+/// of StateIO<uint16_t>::store).
+__device__ __forceinline__ void store_smem_row4(float* p, const float4& v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ void store_smem_row4(uint16_t* p, const float4& v) {
+  *reinterpret_cast<uint2*>(p) = make_uint2(f32x2_to_bf16x2(v.x, v.y), f32x2_to_bf16x2(v.z, v.w));
+}
+
+/// bar.sync ID, THREADS: the barrier of a subset of the CTA's warps (ID 0 is __syncthreads).
+/// Immediate operands: __barrier_sync_count's took two registers, which the 128-register
+/// verify kernels spilled.
+template <unsigned ID, unsigned THREADS>
+__device__ __forceinline__ void named_barrier_sync() {
+  static_assert(ID > 0 && ID < 16 && THREADS % 32 == 0, "named barrier");
+  asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
+}
+
 // ---- bulk copies (TMA) and mbarriers -------------------------------------------------------
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {}

@@ -153,6 +153,13 @@ struct StepTraits {
   static_assert(kChunksPerPass >= 1 && cuda_config::chunks_per_cta(SPLIT_) % kChunksPerPass == 0, "chunks per pass");
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
+  /// The fold warps the launch adds (NOTES: fold warps, in the kernel; cuda_config::fold_warps):
+  /// the twins of the small-grid verify form, bounded as one CTA of kThreads + 32 · kFoldWarps
+  /// threads (they run only with the SM to themselves).
+  static constexpr int kFoldWarps = cuda_config::fold_warps(SPLIT_, Q_, MIN_BLOCKS_);
+  static constexpr bool kFoldTwin = SPLIT_ == 1 && Q_ != 1 && MIN_BLOCKS_ == cuda_config::kFoldWarpsMinBlocks;
+  static constexpr int kBoundThreads = kThreads + 32 * kFoldWarps;
+  static constexpr int kBoundBlocks = kFoldTwin ? 1 : kMinBlocks;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
   static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit);   // CR
   static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit);  // RC / CR
@@ -208,7 +215,8 @@ __device__ __forceinline__ TokenNorms token_norms(const float* s_part, int t) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(const __grid_constant__ StepParams p) {
+__global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
+    kda_step_kernel(const __grid_constant__ StepParams p) {
   namespace ptx = ::cuda::ptx;
   using StateT = typename T::StateT;
   using IO = StateIO<StateT>;
@@ -218,9 +226,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 
   // ---- shared memory ------------------------------------------------------------------
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t full[cuda_config::kStepMaxStages];  // chunk stages
-  __shared__ uint64_t rec_full;                           // staged records
-  __shared__ uint64_t gate_full;                          // the shared gate's 128 values (T::kSharedGate)
+  __shared__ uint64_t full[cuda_config::kStepMaxStages];    // chunk stages
+  __shared__ uint64_t rec_full;                             // staged records
+  __shared__ uint64_t gate_full;                            // the shared gate's 128 values (T::kSharedGate)
+  __shared__ uint64_t folded[cuda_config::kStepMaxStages];  // fold warps: the chunk's records folded in
 
   const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
   const StepMode mode = StepMode(p.mode);
@@ -263,6 +272,15 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 
   // ---- the item -----------------------------------------------------------------------
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // Named barriers (0 is __syncthreads): the NT main threads once fold warps may have left, and
+  // the fold warps among themselves.
+  enum : unsigned { kBarMain = 1, kBarFold = 2 };
+  auto sync_main = [] {
+    if constexpr (T::kFoldWarps > 0)
+      named_barrier_sync<kBarMain, NT>();
+    else
+      __syncthreads();
+  };
   const int rank = SPLIT == 1 ? 0 : int(blockIdx.x % SPLIT);
   // (32-bit: a grid has fewer than 2^31 CTAs; the 64-bit division cost 28 instructions a warp)
   const unsigned item = blockIdx.x / unsigned(SPLIT);
@@ -301,6 +319,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::mbarrier_init(&rec_full, 1);
     if constexpr (T::kSharedGate) ptx::mbarrier_init(&gate_full, 1);
+    if constexpr (T::kFoldWarps > 0)
+      for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&folded[s], 32 * T::kFoldWarps);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   // NOTES: the thread's F_B slice (a weight) goes into registers before the wait (q = 1): its
@@ -358,6 +378,51 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
       bulk_g2s(s_reckg, kgp, uint32_t(npend) * 2 * K * 4, &rec_full);
     }
   }
+  // ---- fold warps (fused; NOTES: fold warps): fold each chunk as it lands, then leave ---------
+  // (the dispatch runs a twin only for fused steps with every chunk in flight: stages == NCH)
+  const bool fold_on = T::kFoldWarps > 0 && npend > 0;
+  if constexpr (T::kFoldWarps > 0) {
+    if (tid >= NT) {
+      // NOTES: fold warps. A fused step's fold of the pending records needs only the state and
+      // the records, not the step's tokens, so where the CTA has the SM to itself these warps
+      // fold each chunk in place in its stage and write it to the checkpoint while the other
+      // warps run the q tokens' prologue (request, first wave, conv, gate, norms); those then
+      // wait on `folded` instead of `full`. Each element takes the fold's operations in the same
+      // order (fold_record_e), so the bits are the inline fold's.
+      if (!fold_on) return;
+      constexpr int FW = T::kFoldWarps > 0 ? T::kFoldWarps : 1, FT = 32 * FW, FR = CR / FW;
+      static_assert(CR % FW == 0, "a fold warp's rows of a chunk");
+      const int ft = tid - NT, fw = ft >> 5;
+      mbar_wait(&rec_full, 0);
+      for (int i = ft; i < npend * K; i += FT) {
+        float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+        *gp = decay_of(*gp);
+      }
+      named_barrier_sync<kBarFold, FT>();  // every record's e
+      StateT* ck = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h);
+      for (int c = 0; c < NCH; ++c) {
+        mbar_wait(&full[c], 0);
+        const int row0 = c * CR + fw * FR;
+        StateT* st = reinterpret_cast<StateT*>(s_state + c * L.stage_bytes()) + (fw * FR) * K + lane * 4;
+        float4 S[FR];
+#pragma unroll
+        for (int i = 0; i < FR; ++i) S[i] = load_smem_row4(st + i * K);
+        for (int pp = 0; pp < npend; ++pp) {
+          const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
+          const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
+          fold_record_e<FR>(S, s_recu + pp * RC + row0, kk, ee);
+        }
+#pragma unroll
+        for (int i = 0; i < FR; ++i) {
+          IO::store(ck + int64_t(row0 + i) * K + lane * 4, S[i]);
+          store_smem_row4(st + i * K, IO::stored(S[i]));  // continue from what was stored (SPEC §9)
+        }
+        ptx::mbarrier_arrive(&folded[c]);  // (release: the stage's new rows)
+      }
+      return;
+    }
+  }
+
   if (!run) {
     // Pad or caller error: zero output rows, nothing else is read or written.
     for (int i = tid; i < q * RC; i += NT) p.out[(row_base + i / RC) * p.out_row + h * K + rank * RC + i % RC] = 0;
@@ -558,7 +623,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
     }
   }
-  __syncthreads();                              // staged inputs
+  sync_main();                                  // staged inputs
   if (share_gate) ptx::barrier_cluster_wait();  // every rank has started (its gate_full initialised)
 
   // ---- gate: z = F_B[h·128 + i]·f_a (mode 0, two threads per gate row i) or the raw gate
@@ -705,13 +770,14 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 
   // ---- staged records (fused / append): wait for them, replace g by e = exp(g) ------------
   if (npend > 0) {
-    mbar_wait(&rec_full, 0);
-    for (int i = tid; i < npend * K; i += NT) {
-      float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
-      *gp = decay_of(*gp);
-    }
+    mbar_wait(&rec_full, 0);  // (with fold warps too: this step's records overwrite them in global memory)
+    if (!fold_on)
+      for (int i = tid; i < npend * K; i += NT) {
+        float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+        *gp = decay_of(*gp);
+      }
   }
-  __syncthreads();                           // y, g, norm partials and the staged records
+  sync_main();                               // y, g, norm partials and the staged records
   if (share_gate) mbar_wait(&gate_full, 0);  // every rank's gates
 
   // ---- token vectors: q = 1 in registers (the lane's columns); else the token groups'
@@ -819,7 +885,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
         store_token(t, kq, ikt, iqs);
       }
     }
-    __syncthreads();
+    sync_main();
   }
 
   // ---- records out: k_t, g_t (rank 0; SPLIT > 1 after the last cluster barrier) -------------
@@ -846,7 +912,9 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   // ---- the rows: chunk by chunk as the bulk copies land --------------------------------------
   float* corr_out =
       records ? p.correction + int64_t(r.row) * p.correction_row + (int64_t(h) * p.Qr + pos0) * K : nullptr;
-  const bool write_ck = (mode == StepMode::kFused && npend > 0) || full_row;
+  const bool write_ck = !fold_on && ((mode == StepMode::kFused && npend > 0) || full_row);
+  const int nfold = fold_on ? 0 : npend;  // records folded here (fold warps: already in the stages)
+  uint64_t* const chunk_ready = T::kFoldWarps > 0 && fold_on ? folded : full;  // the stage's barrier the rows wait on
   StateT* ck_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + int64_t(rank) * RC * K;
   StateT* out_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + int64_t(rank) * RC * K;
   const int urow = lane / G2;  // q = 1: the row whose u (lanes < 16) or o (lanes >= 16) this lane holds
@@ -863,7 +931,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     int crow[NP];  // first row of the warp within the CTA's rows, per tile
 #pragma unroll
     for (int j = 0; j < NP; ++j) {
-      mbar_wait(&full[s + j], phase);
+      mbar_wait(&chunk_ready[s + j], phase);
       crow[j] = (c + j) * CR + warp * RPW;
       const StateT* st =
           reinterpret_cast<const StateT*>(s_state + (s + j) * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
@@ -880,7 +948,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
 #pragma unroll
       for (int i = 0; i < RPW; ++i) asm volatile("" ::"f"(S[0][i].x), "f"(S[0][i].y), "f"(S[0][i].z), "f"(S[0][i].w));
       ptx::fence_proxy_async(ptx::space_shared);
-      __syncthreads();  // every warp has read stage s: refill it with chunk c + stages
+      sync_main();  // every warp has read stage s: refill it with chunk c + stages
       if (tid == 0) {
         const char* src =
             reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
@@ -892,7 +960,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
     }
     if ((s += NP) == stages) s = 0, phase ^= 1u;
     // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings)
-    for (int pp = 0; pp < npend; ++pp) {
+    for (int pp = 0; pp < nfold; ++pp) {
       const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
       const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
 #pragma unroll
@@ -1040,7 +1108,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) kda_step_kernel(co
   }
 
   // ---- gated RMSNorm -> bf16 out ------------------------------------------------------------
-  __syncthreads();  // s_o complete
+  sync_main();  // s_o complete
   if constexpr (SPLIT > 1) {
     if (!share_gate) ptx::barrier_cluster_wait();  // every rank has started: remote writes are allowed
     for (int t = warp; t < q; t += T::kWarps) {

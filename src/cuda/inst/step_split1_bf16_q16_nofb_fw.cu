@@ -1,0 +1,5 @@
+// Instantiation: Wide step kernel, bf16 state, q = 16, gate modes 1 and 2 only; the fold-warp
+// twin of the small-grid verify form, for fused steps on a plan of one CTA per SM
+// (cuda_config::fold_warps).
+#include "../step_launch.cuh"
+KDA_INSTANTIATE_STEP_OCC(1, uint16_t, 16, false, 1)
