@@ -10,12 +10,15 @@
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
 #
-#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
+#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
 #   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
 # NOTES: the script first brings BUILD's targets up to date (ninja). A rung or a planted bug
 # edited into a header is therefore compiled into BUILD's library too; restoring the header
 # with its old mtime then leaves that library stale. Put such edits behind a definition
-# passed in NAME's DEFS, or rebuild BUILD after restoring the header.
+# passed in NAME's DEFS, or rebuild BUILD after restoring the header, or edit a copy of
+# include/ and name it in INCLUDE: the INST objects are then compiled against that copy and
+# BUILD never sees the edit (with -lineinfo a header's line layout alone can change the
+# SASS of every kernel, so a rung kept out of the tree leaves the library's objects as they are).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/gpu}
@@ -52,6 +55,7 @@ for spec in "$@"; do
     cmd=$(ninja -C "$BUILD" -t commands kda_core | grep " -c [^ ]*inst/$inst.cu ")
     [ -n "$cmd" ] || { echo "INST: no instantiation $inst" >&2; exit 2; }
     cmd=$(sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -o [^ ]+$//' <<<"$cmd")
+    [ -z "${INCLUDE:-}" ] || cmd=${cmd// -I$PWD\/include / -I$(realpath "$INCLUDE") }
     # shellcheck disable=SC2086
     (cd "$BUILD" && eval "$cmd $defs -o $out/inst_${name}_$inst.o") &
     insts+=("$out/inst_${name}_$inst.o")

@@ -142,7 +142,7 @@ cudaError_t set_attrs(int64_t smem) {
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
 /// two (cuda_config::small_grid_verify); the latter's fold-warp twins (without the F_B path) take a
-/// fused step on a plan of one CTA per SM (cuda_config::step_fold_warps).
+/// fused step on a plan of one CTA per SM (cuda_config::launches_fold_twins).
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
@@ -155,8 +155,8 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
   }
   if constexpr (SPLIT == 1) {
     if (!cuda_config::small_grid_verify(1, p.q, plan.ctas_per_sm)) return launch_wide_verify<StateT, 4>(p, plan, s);
-    if (plan.gate_mode != GateMode::kPerItem &&
-        cuda_config::step_fold_warps(1, p.ring_stages, p.mode == int(StepMode::kFused), plan.ctas_per_sm))
+    if (cuda_config::launches_fold_twins(1, p.ring_stages, p.mode == int(StepMode::kFused), plan.ctas_per_sm,
+                                         plan.gate_mode == GateMode::kPerItem))
       return launch_wide_verify<StateT, kFoldTwin>(p, plan, s);
     return launch_wide_verify<StateT, kSmall>(p, plan, s);
   } else {

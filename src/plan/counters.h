@@ -17,7 +17,7 @@ inline std::atomic<int> last_step_kernel_q{-1};
 inline std::atomic<int> last_step_kernel_ctas_per_sm{0};
 /// ... and the chunks per pass the step ran its chunk loop with (cuda_config::step_chunks_per_pass).
 inline std::atomic<int> last_step_chunks_per_pass{0};
-/// ... and the fold warps it was launched with (cuda_config::step_fold_warps).
+/// ... and the fold warps it was launched with (cuda_config::fold_warps, launches_fold_twins).
 inline std::atomic<int> last_step_fold_warps{0};
 
 }  // namespace kda::counters

@@ -698,8 +698,9 @@ int expected_chunks_per_pass(const Config& c, const Plan& pl) {
 /// flight (four stages), on a plan of one CTA per SM runs the fold-warp twins
 /// (cuda_config::fold_warps); none everywhere else.
 int expected_fold_warps(const Config& c, const Plan& pl) {
-  if (pl.variant != Variant::kWide || pl.gate_mode == GateMode::kPerItem ||
-      !kda::cuda_config::step_fold_warps(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm))
+  if (pl.variant != Variant::kWide ||
+      !kda::cuda_config::launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm,
+                                             pl.gate_mode == GateMode::kPerItem))
     return 0;
   return kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks);
 }

@@ -3,7 +3,8 @@
 // kind (decode, decode with out_slots, per_token, record, fused with pending 0 / = accepted / >
 // q, commit, flush) × two shapes, with pads (-1 and the null slot), a caller error, strided
 // slot tensors, padded slot strides, packed rows and separate views, gate modes 1 (Split / Wide:
-// the gate kernel too) and 2, and B = 0 — each result
+// the gate kernel too) and 2, the fold-warp twins (fused on Wide at one CTA per SM), and B = 0
+// — each result
 // checked against the float64 reference (check.h check_step). Every byte a kernel may read
 // is initialised (initcheck), so a report is a kernel bug.
 //
@@ -22,6 +23,8 @@
 #include "api.h"
 #include "check.h"
 #include "data.h"
+#include "kda/cuda/config.h"
+#include "plan/counters.h"
 
 namespace kt {
 namespace {
@@ -310,12 +313,12 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   const bool gpu = have_gpu();
   std::vector<Variant> variants = {Variant::kAuto};
   if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kWS};
-  int n = 0;
+  int n = 0, twins = 0;
   uint64_t seed = 5000;
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 7; ++shape) {
+      for (int shape = 0; shape < 8; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -349,6 +352,12 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 3, c.B = shape == 5 ? 5 : 2, c.q = shape == 5 ? 8 : 16;
           c.ds = shape == 6, c.lb = shape == 5, c.bias = true, c.layout = shape == 5 ? 1 : 0, c.null_slot = -1;
           c.state_bf16 = true, c.gate1 = true, c.error = shape == 5;
+        } else if (shape == 7) {
+          // fp32 state, q = 4, gate mode 1, eight items: a fused step on Wide runs the fp32 q = 4
+          // fold-warp twin (its fold warps hand chunks to the main warps through mbarriers)
+          if (q1 || v == Variant::kWS) continue;
+          c.H = 4, c.B = 2, c.q = 4;
+          c.ds = false, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1, c.gate1 = true;
         } else {  // q = 16, gate mode 2, column-major tables, a null slot that is not 0
           if (q1 && k != Kind::kDecode) continue;
           // two WS ring stages of q = 16 do not fit: 'ws' refuses these keys when planned
@@ -356,9 +365,15 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 2, c.B = 3, c.q = q1 ? 1 : 16;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 2, c.null_slot = 5, c.gate2 = true, c.error = true;
         }
+        kda::counters::last_step_fold_warps.store(0);
         run_mcase(c, gpu, seed++);
+        twins += kda::counters::last_step_fold_warps.load() > 0;
         ++n;
       }
+  // the twins run where they are compiled with fold warps (cuda_config::fold_warps)
+  if (gpu && kda::cuda_config::fold_warps(1, 4, kda::cuda_config::kFoldWarpsMinBlocks) > 0) {
+    EXPECT_GE(twins, 1) << "no case ran a fold-warp twin";
+  }
   // B = 0 on every variant and kind (no launch, nothing written)
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kPerToken, Kind::kFused, Kind::kCommit, Kind::kFlush}) {
@@ -370,7 +385,8 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
       run_mcase(c, gpu, seed++);
       ++n;
     }
-  std::cout << "[sanitizer-matrix] " << n << " cases on the " << (gpu ? "GPU" : "CPU (self-check, no GPU)") << "\n";
+  std::cout << "[sanitizer-matrix] " << n << " cases on the " << (gpu ? "GPU" : "CPU (self-check, no GPU)") << " ("
+            << twins << " on the fold-warp twins)\n";
 }
 
 }  // namespace

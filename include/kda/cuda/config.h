@@ -61,7 +61,7 @@ inline constexpr int step_chunks_per_pass(int compiled, int split, int stages, b
 /// instantiated with MIN_BLOCKS = kFoldWarpsMinBlocks, launched with this many more warps, which
 /// fold a fused step's pending records into each state chunk as it lands and write the checkpoint
 /// while the other warps run the q tokens' prologue. A twin runs only where its CTA has the SM to
-/// itself: a fused step with every chunk in flight on a plan of one CTA per SM (step_fold_warps).
+/// itself: a fused step with every chunk in flight on a plan of one CTA per SM (launches_fold_twins).
 /// KDA_STEP_FOLD_WARPS: the ladder's knob (0: the twins run without them).
 #ifndef KDA_STEP_FOLD_WARPS
 #define KDA_STEP_FOLD_WARPS 4
@@ -70,11 +70,11 @@ inline constexpr int kFoldWarpsMinBlocks = 1;
 inline constexpr int fold_warps(int split, int q, int min_blocks) {
   return split == 1 && q != 1 && min_blocks == kFoldWarpsMinBlocks ? KDA_STEP_FOLD_WARPS : 0;
 }
-/// Whether a step runs on the fold-warp twins: a fused step with every chunk in flight (`stages`
-/// = the CTA's chunks: no refills) on a Wide plan of one CTA per SM (the dispatch's and the tests'
-/// one rule).
-inline constexpr bool step_fold_warps(int split, int stages, bool fused, int ctas_per_sm) {
-  return split == 1 && fused && stages == chunks_per_cta(split) && ctas_per_sm == 1;
+/// Whether a step launches the fold-warp twins: a fused step with every chunk in flight (`stages`
+/// = the CTA's chunks: no refills) on a Wide plan of one CTA per SM whose gate needs no F_B in the
+/// step (gate modes 1 and 2: the twins have no F_B path). The dispatch's and the tests' one rule.
+inline constexpr bool launches_fold_twins(int split, int stages, bool fused, int ctas_per_sm, bool gate_from_fb) {
+  return split == 1 && fused && stages == chunks_per_cta(split) && ctas_per_sm == 1 && !gate_from_fb;
 }
 inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 /// Tokens of a q ≥ 2 step are taken in groups of up to kTokenGroup: the dot products of a

@@ -157,9 +157,8 @@ struct StepTraits {
   /// the twins of the small-grid verify form, bounded as one CTA of kThreads + 32 · kFoldWarps
   /// threads (they run only with the SM to themselves).
   static constexpr int kFoldWarps = cuda_config::fold_warps(SPLIT_, Q_, MIN_BLOCKS_);
-  static constexpr bool kFoldTwin = SPLIT_ == 1 && Q_ != 1 && MIN_BLOCKS_ == cuda_config::kFoldWarpsMinBlocks;
   static constexpr int kBoundThreads = kThreads + 32 * kFoldWarps;
-  static constexpr int kBoundBlocks = kFoldTwin ? 1 : kMinBlocks;
+  static constexpr int kBoundBlocks = kFoldWarps > 0 ? 1 : kMinBlocks;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
   static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit);   // CR
   static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit);  // RC / CR
@@ -378,6 +377,14 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       bulk_g2s(s_reckg, kgp, uint32_t(npend) * 2 * K * 4, &rec_full);
     }
   }
+  // The staged records' gates g replaced by their decays e = exp(g), in place: by threads
+  // first, first + stride, … (the main warps, or the fold warps where they fold)
+  auto records_decays = [&](int first, int stride) {
+    for (int i = first; i < npend * K; i += stride) {
+      float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+      *gp = decay_of(*gp);
+    }
+  };
   // ---- fold warps (fused; NOTES: fold warps): fold each chunk as it lands, then leave ---------
   // (the dispatch runs a twin only for fused steps with every chunk in flight: stages == NCH)
   const bool fold_on = T::kFoldWarps > 0 && npend > 0;
@@ -394,10 +401,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       static_assert(CR % FW == 0, "a fold warp's rows of a chunk");
       const int ft = tid - NT, fw = ft >> 5;
       mbar_wait(&rec_full, 0);
-      for (int i = ft; i < npend * K; i += FT) {
-        float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
-        *gp = decay_of(*gp);
-      }
+      records_decays(ft, FT);
       named_barrier_sync<kBarFold, FT>();  // every record's e
       StateT* ck = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h);
       for (int c = 0; c < NCH; ++c) {
@@ -771,11 +775,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // ---- staged records (fused / append): wait for them, replace g by e = exp(g) ------------
   if (npend > 0) {
     mbar_wait(&rec_full, 0);  // (with fold warps too: this step's records overwrite them in global memory)
-    if (!fold_on)
-      for (int i = tid; i < npend * K; i += NT) {
-        float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
-        *gp = decay_of(*gp);
-      }
+    if (!fold_on) records_decays(tid, NT);
   }
   sync_main();                               // y, g, norm partials and the staged records
   if (share_gate) mbar_wait(&gate_full, 0);  // every rank's gates
