@@ -281,6 +281,26 @@ TEST(Plan, StepsKeepFourCtasPerSmWithOneStage) {
   }
 }
 
+TEST(Plan, FoldTwinsRunOnlyAtOneCtaPerSm) {
+  // cuda_config::launches_fold_twins, the rule the dispatch and the GPU tests share, stated here
+  // case by case so that a change to it fails somewhere the shared rule cannot hide it
+  using kda::cuda_config::launches_fold_twins;
+  EXPECT_TRUE(launches_fold_twins(1, 4, true, 1, false));
+  EXPECT_FALSE(launches_fold_twins(1, 4, true, 2, false)) << "two CTAs per SM";
+  EXPECT_FALSE(launches_fold_twins(1, 4, true, 1, true)) << "gate mode 0: F_B in the step";
+  EXPECT_FALSE(launches_fold_twins(1, 4, false, 1, false)) << "not a fused step";
+  EXPECT_FALSE(launches_fold_twins(1, 2, true, 1, false)) << "chunks refilled";
+  EXPECT_FALSE(launches_fold_twins(2, 2, true, 1, false)) << "Split";
+  // the headline point: fused q = 4 at H = 96 on 132 SMs, one request on a plan of one
+  // CTA per SM with every chunk in flight, two requests on two CTAs per SM (gate mode 2)
+  for (int B : {1, 2}) {
+    const Plan p = kda::plan_step({StepMode::kFused, B, 4}, pol(Variant::kWide, GateMode::kPrecomputed), shape(96), gpu());
+    EXPECT_EQ(launches_fold_twins(p.split, p.ring_stages, true, p.ctas_per_sm, p.gate_mode == GateMode::kPerItem),
+              B == 1)
+        << p.describe();
+  }
+}
+
 TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
   // heuristics::step_stage_bytes: fp32 state keeps two 16 KiB stages in flight per CTA; a decode
   // step keeps three in a spread grid of three CTAs per SM (its CTAs are padded to that share
