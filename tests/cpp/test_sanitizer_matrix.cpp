@@ -1,12 +1,12 @@
 // The small shape matrix that compute-sanitizer runs on the GPU (memcheck, racecheck, synccheck,
 // initcheck; scripts/gpu_run.sh): every CUDA variant ('split', 'wide', 'ws') × every step
-// kind (decode, decode with out_slots, per_token, record, fused with pending 0 / = accepted / >
-// q, commit, flush) × two shapes, with pads (-1 and the null slot), a caller error, strided
-// slot tensors, padded slot strides, packed rows and separate views, gate modes 1 (Split / Wide:
-// the gate kernel too) and 2, the fold-warp twins (fused on Wide at one CTA per SM), and B = 0
-// — each result
-// checked against the float64 reference (check.h check_step). Every byte a kernel may read
-// is initialised (initcheck), so a report is a kernel bug.
+// kind (decode, decode with out_slots, append, per_token, record, fused with pending 0 / =
+// accepted / > q, commit, flush) × up to eight small shapes, with pads (-1 and the null slot), a
+// caller error, strided slot tensors, padded slot strides, packed rows and separate views, gate
+// modes 1 (Split / Wide: the gate kernel too) and 2, the fold-warp twins (fused on Wide at one
+// CTA per SM), and B = 0 — each result checked against the float64 reference (check.h
+// check_step). Every byte a kernel may read is initialised (initcheck), so a report is a kernel
+// bug.
 //
 //   compute-sanitizer --tool memcheck build/gpu/tests/cpp/kda_tests --gtest_filter='SanitizerMatrix.*'
 //
