@@ -155,11 +155,14 @@ fi
 
 if has ladder; then
   # LADDER: ';'-separated runs "NAME ARGS…": binary $BIN/kda_bench_NAME (or $BIN/NAME) with ARGS
+  # (line breaks separate runs too: `read` alone would drop every run after the first one)
   t=$SECONDS
-  IFS=';' read -ra runs <<< "${LADDER:-c4 --H 96 --B 256 --mode decode --variant wide}"
+  ladder=${LADDER:-c4 --H 96 --B 256 --mode decode --variant wide}
+  IFS=';' read -ra runs <<< "${ladder//$'\n'/;}"
   i=0
   for run in "${runs[@]}"; do
     read -r name args <<< "$run"
+    [[ -n $name ]] || continue  # an empty run (';;', a trailing line break)
     b="${BIN:-$BUILD/benchmarks}/kda_bench_$name"
     [[ -x $b ]] || b="${BIN:-$BUILD/benchmarks}/$name"
     # shellcheck disable=SC2086
