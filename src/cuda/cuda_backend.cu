@@ -73,12 +73,12 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
   return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
 }
 
-/// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
-/// 3, 4, 8 without; q = 16 only in the small-grid form (its shared memory, 105 KiB and more,
-/// never lets more than two CTAs share an SM).
 /// The fold-warp twins of the small-grid form (cuda_config::fold_warps): without the F_B path only.
 constexpr int kFoldTwin = cuda_config::kFoldWarpsMinBlocks;
 
+/// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
+/// 3, 4, 8 without; q = 16 only in the small-grid form and its twins (its shared memory, 105 KiB
+/// and more, never lets more than two CTAs share an SM).
 template <class StateT, int MB>
 cudaError_t set_wide_attributes(int64_t smem) {
   cudaError_t e = cudaSuccess;

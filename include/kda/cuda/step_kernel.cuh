@@ -397,7 +397,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       // wait on `folded` instead of `full`. Each element takes the fold's operations in the same
       // order (fold_record_e), so the bits are the inline fold's.
       if (!fold_on) return;
-      constexpr int FW = T::kFoldWarps > 0 ? T::kFoldWarps : 1, FT = 32 * FW, FR = CR / FW;
+      constexpr int FW = T::kFoldWarps, FT = 32 * FW, FR = CR / FW;
       static_assert(CR % FW == 0, "a fold warp's rows of a chunk");
       const int ft = tid - NT, fw = ft >> 5;
       mbar_wait(&rec_full, 0);
@@ -913,8 +913,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   float* corr_out =
       records ? p.correction + int64_t(r.row) * p.correction_row + (int64_t(h) * p.Qr + pos0) * K : nullptr;
   const bool write_ck = !fold_on && ((mode == StepMode::kFused && npend > 0) || full_row);
-  const int nfold = fold_on ? 0 : npend;  // records folded here (fold warps: already in the stages)
-  uint64_t* const chunk_ready = T::kFoldWarps > 0 && fold_on ? folded : full;  // the stage's barrier the rows wait on
+  const int nfold = fold_on ? 0 : npend;                  // records folded here (fold warps: already in the stages)
+  uint64_t* const chunk_ready = fold_on ? folded : full;  // the stage's barrier the rows wait on
   StateT* ck_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + int64_t(rank) * RC * K;
   StateT* out_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_out, h) + int64_t(rank) * RC * K;
   const int urow = lane / G2;  // q = 1: the row whose u (lanes < 16) or o (lanes >= 16) this lane holds
