@@ -127,6 +127,38 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 #define KDA_STEP_WIDE_VERIFY_CTAS_PER_SM KDA_STEP_CTAS_PER_SM
 #endif
 inline constexpr int kStepWideVerifyCtasPerSm = KDA_STEP_WIDE_VERIFY_CTAS_PER_SM;
+/// The CTAs per SM a Wide verify grid of `ctas` CTAs is laid out for (the planner's preference;
+/// the layout takes fewer where the shared memory does not fit them): the dense form's five
+/// (cuda_config::kDenseVerifyCtasPerSm) for record and fused steps at q = 2, 3, 4 without the F_B
+/// path, else kStepWideVerifyCtasPerSm.
+/// NOTES: five CTAs per SM for verify. Record and fused steps are bound by each item's dependent
+/// chain, not by bytes, so the fifth CTA's items in flight pay more than the 16 registers a thread
+/// and the second state stage they cost, and a grid of up to five per SM runs in one wave instead
+/// of two. Record: faster at every grid beyond one wave of four, q = 2, 3, 4, fp32 and bf16 state
+/// (H = 96, B = 6 / 32 / 256, fp32: q = 2 −12.1 / −5.5 / −6.7%, q = 3 −17.8 / −5.3 / −4.6%, q = 4 at
+/// B = 6 / 16 / 32 / 128 / 256 −14.5 / −4.7 / −3.4 / −3.6 / −3.6%; bf16 q = 2 −9.5 / −6.0 / −7.5%,
+/// q = 4 −12.8 / −5.9 / −5.3%; q = 4 at H = 12 and 48, 576 to 6144 items, −3.1 to −12.9%; bf16 q = 3 not measured) but
+/// for a tie at 768 items (H = 12, B = 64: 31.67 against 31.59 µs; H = 96, B = 8: 32.14 against 31.83). Fused stages its pending records too
+/// and pays a grid's last partial wave more: one wave at five where four need two (576 items:
+/// −10.5 to −15.4% at every q and dtype), and beyond that only where five take fewer waves than four
+/// and q = 4 or bf16 state (fp32 q = 4 at 3072–24,576 items −0.6 to −2.1%, bf16 q = 2 / 4 −3.2 to
+/// −5.2%; fp32 q = 2, 3 there +0.8 to +2.3%; fp32 q = 4 at 768 and 1536 items, as many waves either
+/// way, +8 to +10% and +5%; at 672 items, two waves either way, five took 1.3% off). per_token stores the state after every token and is bound by its bytes:
+/// four (five 0.6–3.2% slower from 672 items). Measured as rungs (the four-CTA kernels compiled for
+/// five, the layout's knob at five; docs/data/ladder_s36/run1–run3). KDA_STEP_DENSE_VERIFY: the
+/// ladder's knob (0: off).
+#ifndef KDA_STEP_DENSE_VERIFY
+#define KDA_STEP_DENSE_VERIFY 1
+#endif
+inline int wide_verify_ctas_per_sm(StepMode mode, int q, bool state_bf16, bool reads_fb, int64_t ctas, int sms) {
+  constexpr int base = kStepWideVerifyCtasPerSm, dense = cuda_config::kDenseVerifyCtasPerSm;
+  if (!KDA_STEP_DENSE_VERIFY || base >= dense || sms <= 0 || !cuda_config::has_dense_verify_form(1, q, reads_fb) ||
+      (mode != StepMode::kRecord && mode != StepMode::kFused) || ctas <= int64_t(base) * sms)
+    return base;
+  if (mode == StepMode::kRecord || ctas <= int64_t(dense) * sms) return dense;
+  const auto waves = [ctas, sms](int per_sm) { return (ctas + int64_t(per_sm) * sms - 1) / (int64_t(per_sm) * sms); };
+  return (q == 4 || state_bf16) && waves(dense) < waves(base) ? dense : base;
+}
 inline constexpr int64_t kStepStageBytes = KDA_STEP_STAGE_BYTES;
 inline constexpr int64_t kStepStageBytesMore = KDA_STEP_STAGE_BYTES_MORE;
 /// Split/Wide grids of at most kStepSpreadCtasPerSm CTAs per SM are spread: each CTA asks

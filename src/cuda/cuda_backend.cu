@@ -114,6 +114,32 @@ cudaError_t launch_wide_verify(const StepParams& p, const Plan& plan, cudaStream
   return launch_step_kernel<1, StateT, 0, false, MB>(p, plan, s);
 }
 
+/// The Wide verify kernels' dense form (cuda_config::kDenseVerifyCtasPerSm): q = 2, 3, 4 without
+/// the F_B path, both state dtypes.
+constexpr int kDense = cuda_config::kDenseVerifyCtasPerSm;
+template <class StateT>
+cudaError_t set_dense_attributes(int64_t smem) {
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 2, false, kDense>(smem),
+                        cuda::set_step_attributes<1, StateT, 3, false, kDense>(smem),
+                        cuda::set_step_attributes<1, StateT, 4, false, kDense>(smem)})
+    if (e == cudaSuccess) e = x;
+  return e;
+}
+
+/// A Wide verify step on a plan of five CTAs per SM (heuristics::wide_verify_ctas_per_sm names
+/// only steps the dense form has; anything else runs the four-CTA form's kernel).
+template <class StateT>
+cudaError_t launch_wide_verify_dense(const StepParams& p, const Plan& plan, cudaStream_t s) {
+  if (plan.gate_mode != GateMode::kPerItem) switch (p.q) {
+      case 2: return launch_step_kernel<1, StateT, 2, false, kDense>(p, plan, s);
+      case 3: return launch_step_kernel<1, StateT, 3, false, kDense>(p, plan, s);
+      case 4: return launch_step_kernel<1, StateT, 4, false, kDense>(p, plan, s);
+      default: break;
+    }
+  return launch_wide_verify<StateT, 4>(p, plan, s);
+}
+
 template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
@@ -124,7 +150,8 @@ cudaError_t set_attrs(int64_t smem) {
     for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
                           set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
                           set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
-                          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem)})
+                          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
+                          set_dense_attributes<float>(smem), set_dense_attributes<uint16_t>(smem)})
       if (e == cudaSuccess) e = x;
   } else {
     for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
@@ -142,7 +169,8 @@ cudaError_t set_attrs(int64_t smem) {
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
 /// two (cuda_config::small_grid_verify); the latter's fold-warp twins (without the F_B path) take a
-/// fused step on a plan of one CTA per SM (cuda_config::launches_fold_twins).
+/// fused step on a plan of one CTA per SM (cuda_config::launches_fold_twins); q = 2, 3, 4 also in
+/// the dense form, on a plan of five (cuda_config::kDenseVerifyCtasPerSm).
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
@@ -154,6 +182,7 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {
+    if (plan.ctas_per_sm == kDense) return launch_wide_verify_dense<StateT>(p, plan, s);
     if (!cuda_config::small_grid_verify(1, p.q, plan.ctas_per_sm)) return launch_wide_verify<StateT, 4>(p, plan, s);
     if (cuda_config::launches_fold_twins(1, p.ring_stages, p.mode == int(StepMode::kFused), plan.ctas_per_sm,
                                          plan.gate_mode == GateMode::kPerItem))

@@ -54,7 +54,8 @@ std::string split_shape(const Context& c, Plan& p, int split) {
   const int prefer = q == 1 && split == 1 && c.layer.state_bf16 && p.gate_mode != GateMode::kPerItem
                          ? heuristics::kStepBf16Q1CtasPerSm
                      : cuda_config::is_split_verify(split, q) ? cuda_config::kSmallGridVerifyCtasPerSm
-                     : q != 1                                 ? heuristics::kStepWideVerifyCtasPerSm
+                     : q != 1 ? heuristics::wide_verify_ctas_per_sm(c.key.mode, q, c.layer.state_bf16,
+                                                                     p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms)
                                                               : heuristics::kStepCtasPerSm;
   const heuristics::StepLayout lay = heuristics::step_layout(
       q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms, prefer,

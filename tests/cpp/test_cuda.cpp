@@ -752,6 +752,127 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
   EXPECT_GE(passes[1], 15) << "per_token steps in passes of one";
 }
 
+/// The Wide verify kernels' dense form (cuda_config::kDenseVerifyCtasPerSm: q = 2, 3, 4 without the
+/// F_B path, five CTAs per SM) on a grid beyond one wave of four CTAs per SM and within one of five,
+/// where record and fused steps take it (heuristics::wide_verify_ctas_per_sm): both state dtypes,
+/// gate modes 1 and 2, both layouts, with and without the output norm, pads, pending below and at
+/// Qr, forced Wide and auto, against the CPU backend; the plan and the backend's record of the
+/// kernel it launched say five. Then SPEC §8's identities across forms: commit(n) after a record
+/// step on the dense form equals the per_token step's state after n tokens (per_token runs the
+/// four-CTA form) and a fused step on it equals flush then fused(0), bitwise.
+TEST_F(CudaVsCpu, WideVerifyDenseForm) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  constexpr int kDense = kda::cuda_config::kDenseVerifyCtasPerSm;
+  uint32_t seed = 5600;
+  int cases = 0;
+  for (int q : {2, 3, 4})
+    for (StepMode m : {StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 2; ++rep) {
+        Config c;
+        c.mode = m;
+        c.q = q;
+        c.H = 4;
+        c.B = (4 * sms) / c.H + 1 + (q + rep) % 3;  // just beyond one wave of four CTAs per SM
+        c.variant = (q + rep) % 2 ? Variant::kAuto : Variant::kWide;
+        c.gate1 = rep == 0;
+        c.gate2 = rep == 1;
+        c.state_bf16 = (q + rep) % 2 == 0;
+        c.ds = rep == 0;
+        c.output_norm = !(q == 3 && rep == 1);
+        c.lower_bound = q % 2 == 1;
+        c.eps = rep ? 1e-3f : 1e-6f;
+        if (m == StepMode::kFused) {
+          c.Qr = q + rep;  // pending = Qr, or below it
+          c.pending = q == 2 ? 1 : q + rep;
+        }
+        Plan pl;
+        run_case(c, seed++, &pl);
+        EXPECT_EQ(pl.ctas_per_sm, kDense) << c.name() << ": " << pl.describe();
+        EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << c.name() << ": the kernel that ran";
+        EXPECT_EQ(kda::counters::last_step_kernel_q.load(), q) << c.name();
+        ++cases;
+      }
+  // the identities (both worlds on the GPU, gate mode 1)
+  for (int q : {2, 4}) {
+    Config c;
+    c.variant = Variant::kWide;
+    c.gate1 = true;
+    c.H = 4;
+    c.B = (4 * sms) / c.H + 2;
+    c.q = q;
+    c.pad = false;
+    c.state_bf16 = q == 2;
+    const int n = q - 1;
+    c.mode = StepMode::kPerToken;
+    World a(c, 31);
+    Config cr = c;
+    cr.mode = StepMode::kRecord;
+    World r(cr, 31);
+    for (World* w : {&a, &r}) {
+      for (int b = 0; b < c.B; ++b) w->accepted.h<int>()[b] = 1;
+      w->accepted.up();
+    }
+    PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
+    ka.prepare(a.caches(true));
+    ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_NE(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "per_token: the four-CTA form";
+    PreparedKda kr(r.weights(true), r.policies(true), c.ds, 0);
+    kr.prepare(r.caches(true));
+    const std::size_t es = c.state_bf16 ? 2 : 4, tile = std::size_t(c.H) * K * K * es;
+    const std::size_t wtile = std::size_t(3) * a.D * a.window * 2;
+    for (int b = 0; b < c.B; ++b) {
+      const int sa = a.slots.h<int>()[b * a.slots_cols], sr = r.slots.h<int>()[b * r.slots_cols];
+      std::memcpy(r.state.host.data() + sr * tile, a.state.host.data() + sa * tile, tile);
+      std::memcpy(r.conv.host.data() + sr * wtile, a.conv.host.data() + sa * wtile, wtile);
+    }
+    r.state.up();
+    r.conv.up();
+    kr.run(r.projected(true), r.outv(true), r.caches(true), r.args(true));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "record q = " << q;
+    Mirror counts(std::size_t(c.B) * 4);
+    for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = n;
+    counts.up();
+    kr.commit(r.caches(true), make_view(r.slots.dev, DType::kI32, {c.B}, {r.slots_cols}, Device::kCUDA), TensorView{},
+              make_view(counts.dev, DType::kI32, {c.B}, Device::kCUDA));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto sa_dev = a.state.down(), sr_dev = r.state.down();
+    int differ = 0;
+    for (int b = 0; b < c.B; ++b) {
+      const int after_n = a.slots.h<int>()[b * a.slots_cols + n - 1];
+      const int ck = r.slots.h<int>()[b * r.slots_cols];
+      differ += std::memcmp(sa_dev.data() + after_n * tile, sr_dev.data() + ck * tile, tile) != 0;
+    }
+    EXPECT_EQ(differ, 0) << "q = " << q << ": commit(" << n << ") != the per-token state after " << n << " tokens";
+    EXPECT_EQ(a.out.down(), r.out.down()) << "per_token and record outputs differ, q = " << q;
+    // fused (dense) == flush, then fused(0) (dense)
+    Config cf = c;
+    cf.mode = StepMode::kFused;
+    cf.Qr = q;
+    World f(cf, 41), g(cf, 41);
+    PreparedKda kf(f.weights(true), f.policies(true), cf.ds, 0), kg(g.weights(true), g.policies(true), cf.ds, 0);
+    kf.prepare(f.caches(true));
+    kg.prepare(g.caches(true));
+    kf.run(f.projected(true), f.outv(true), f.caches(true), f.args(true));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "fused q = " << q;
+    kg.flush(g.caches(true), make_view(g.slots.dev, DType::kI32, {cf.B}, {g.slots_cols}, Device::kCUDA), TensorView{});
+    kg.run(g.projected(true), g.outv(true), g.caches(true), g.args(true));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "fused(0) q = " << q;
+    EXPECT_EQ(f.out.down(), g.out.down()) << "fused q = " << q;
+    EXPECT_EQ(f.state.down(), g.state.down()) << "fused q = " << q;
+    EXPECT_EQ(f.kg.down(), g.kg.down()) << "fused q = " << q;
+    EXPECT_EQ(f.corr.down(), g.corr.down()) << "fused q = " << q;
+    EXPECT_EQ(f.pending.down(), g.pending.down()) << "fused q = " << q;
+    EXPECT_EQ(kf.status().flags, 0u);
+    EXPECT_EQ(kg.status().flags, 0u);
+  }
+  std::cout << "[cuda-vs-cpu] Wide verify, dense form: " << cases << " configurations and the identities at q = 2, 4\n";
+}
+
 /// The Wide verify kernels in both forms (cuda_config::small_grid_verify): a grid of at most two
 /// CTAs per SM runs the form compiled for two (128 registers, `rcp.approx`), a larger one the
 /// form for four; the plan says which, and the backend's record of the kernel it launched

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iterator>
 #include <stdexcept>
+#include <string>
 
 #include "api.h"
 #include "kda/cuda/config.h"
@@ -199,7 +200,12 @@ TEST(Plan, SplitFactorsKeepOneCtaPerSm) {
         EXPECT_EQ(w.split, 1);
         EXPECT_EQ(w.ctas, items);
         EXPECT_EQ(w.threads, kda::cuda_config::kStepThreads);
-        expect_step_smem(w, d, kda::cuda_config::StepSmem{q, 1, w.ring_stages, 4, 0, 2 + q}.bytes());
+        // the CTAs per SM the plan asks for (five: the dense verify form, which record at q = 2
+        // takes beyond a wave of four in gate modes 1 and 2; this layer's gate is mode 0's)
+        const int prefer = q == 1 ? kda::heuristics::kStepCtasPerSm
+                                  : kda::heuristics::wide_verify_ctas_per_sm(m, q, false, w.gate_mode == GateMode::kPerItem,
+                                                                             w.ctas, d.sms);
+        expect_step_smem(w, d, kda::cuda_config::StepSmem{q, 1, w.ring_stages, 4, 0, 2 + q}.bytes(), prefer);
         // one stage only where a second would cost a CTA per SM (heuristics::step_layout)
         if (w.ring_stages < 2) {
           const int64_t per_sm = d.smem_per_sm > 0 ? d.smem_per_sm : d.smem_optin + 1024;
@@ -208,7 +214,8 @@ TEST(Plan, SplitFactorsKeepOneCtaPerSm) {
                     per_sm)
               << "a Wide CTA streams one chunk at a time although two stages fit (q = " << q << ")";
         }
-        EXPECT_TRUE(w.ctas_per_sm >= 1 && w.ctas_per_sm <= 4);
+        EXPECT_TRUE(w.ctas_per_sm >= 1 && w.ctas_per_sm <= prefer) << w.describe();
+        if (q == 2 && items > 4 * d.sms) EXPECT_EQ(w.ctas_per_sm, prefer) << w.describe() << ": the layout's preference fits";
         // the Wide verify kernels' small-grid form (compiled for two CTAs per SM) runs exactly
         // where the plan lays out at most two: every grid of at most two CTAs per SM, never a
         // larger one at q <= 8 (q = 16's shared memory never fits three)
@@ -299,6 +306,67 @@ TEST(Plan, FoldTwinsRunOnlyAtOneCtaPerSm) {
               B == 1)
         << p.describe();
   }
+}
+
+TEST(Plan, DenseVerifyFormWhereFiveCtasPerSmWin) {
+  // heuristics::wide_verify_ctas_per_sm, case by case on an H200 (132 SMs: 528 CTAs are one wave
+  // of four, 660 one of five), so that a change to the rule fails here and not only in the timings
+  DeviceInfo d = gpu();
+  d.smem_per_sm = 233472;
+  auto plan = [&](StepMode m, int q, int B, bool bf16 = false, GateMode g = GateMode::kShared, int records = 0) {
+    LayerShape l = shape(96);
+    l.state_bf16 = bf16;
+    l.records = records > 0 ? records : q;
+    l.window = 2 + q;
+    l.gate_ws_rows = INT64_MAX;
+    return kda::plan_step({m, B, q}, pol(Variant::kWide, g), l, d);
+  };
+  constexpr int kDense = kda::cuda_config::kDenseVerifyCtasPerSm;
+  struct Case {
+    StepMode m;
+    int q, B;
+    bool bf16;
+    int per_sm;
+  };
+  const StepMode R = StepMode::kRecord, F = StepMode::kFused, P = StepMode::kPerToken;
+  for (const Case& c : {
+           // record: beyond one wave of four, at every q the form has, both dtypes
+           Case{R, 4, 5, false, 4}, Case{R, 4, 6, false, kDense}, Case{R, 4, 8, false, kDense},
+           Case{R, 4, 256, false, kDense}, Case{R, 2, 6, false, kDense}, Case{R, 3, 32, true, kDense},
+           // fused: one wave at five where four need two; beyond, fewer waves at five, q = 4 or bf16
+           Case{F, 4, 6, false, kDense}, Case{F, 4, 7, false, 4}, Case{F, 4, 8, false, 4}, Case{F, 4, 16, false, 4},
+           Case{F, 4, 32, false, kDense}, Case{F, 4, 256, false, kDense}, Case{F, 2, 6, false, kDense},
+           Case{F, 2, 32, false, 4}, Case{F, 3, 256, false, 4}, Case{F, 2, 32, true, kDense},
+           Case{F, 4, 256, true, kDense},
+           // per_token (bound by its state stores), q without the form, small grids
+           Case{P, 4, 6, false, 4}, Case{P, 2, 256, true, 4}, Case{R, 8, 6, false, 4}, Case{R, 5, 6, false, 4},
+           Case{R, 4, 2, false, 2}}) {
+    const Plan p = plan(c.m, c.q, c.B, c.bf16);
+    const std::string what = std::string(kda::mode_name(c.m)) + " q " + std::to_string(c.q) + " B " +
+                             std::to_string(c.B) + (c.bf16 ? " bf16" : " fp32") + ": " + p.describe();
+    EXPECT_EQ(p.ctas_per_sm, c.per_sm) << what;
+    EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm) << what;
+    if (p.ctas_per_sm == kDense) {
+      EXPECT_TRUE(kda::cuda_config::has_dense_verify_form(p.split, c.q, false)) << what;
+      EXPECT_FALSE(kda::cuda_config::small_grid_verify(p.split, c.q, p.ctas_per_sm)) << what;
+    }
+  }
+  // gate mode 0 runs the run-time-q kernel with the F_B path, which has no dense form
+  EXPECT_EQ(plan(R, 4, 6, false, GateMode::kPerItem).ctas_per_sm, 4);
+  EXPECT_EQ(plan(R, 4, 6, false, GateMode::kPrecomputed).ctas_per_sm, kDense) << "gate mode 2";
+  // the layout takes fewer where five do not fit: a fused step staging 16 records
+  const Plan big = plan(F, 4, 6, false, GateMode::kShared, 16);
+  EXPECT_LT(big.ctas_per_sm, kDense) << big.describe();
+  EXPECT_GT(kDense * (kda::cuda_config::StepSmem{4, 1, 1, 4, 16, 6}.bytes() + kda::heuristics::kStepSmemPerCtaOverhead),
+            d.smem_per_sm);
+  // the automatic variant reaches it (Wide from 192 items at q >= 4)
+  const Plan a = kda::plan_step({R, 6, 4}, pol(), [] {
+    LayerShape l = shape(96);
+    l.gate_ws_rows = INT64_MAX;
+    return l;
+  }(), d);
+  EXPECT_EQ(a.variant, Variant::kWide);
+  EXPECT_EQ(a.ctas_per_sm, kDense) << a.describe();
 }
 
 TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
@@ -464,7 +532,8 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
     EXPECT_EQ(p.ring_stages, kda::cuda_config::chunks_per_cta(1)) << "a bf16 item's state in flight at once";
     EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
     EXPECT_EQ(plan(StepMode::kDecode, 1, false, g).ctas_per_sm, 4) << "fp32 state";
-    EXPECT_LE(plan(StepMode::kRecord, 4, true, g).ctas_per_sm, 4) << "verify steps";
+    EXPECT_EQ(plan(StepMode::kRecord, 4, true, g).ctas_per_sm, kda::cuda_config::kDenseVerifyCtasPerSm)
+        << "verify steps: the dense form";
     EXPECT_EQ(plan(StepMode::kDecode, 1, true, g, 8, 2).ctas_per_sm, 2) << "a grid that does not fill the GPU twice";
   }
   EXPECT_EQ(plan(StepMode::kDecode, 1, true, GateMode::kPerItem).ctas_per_sm, 4) << "gate mode 0";

@@ -4,7 +4,7 @@
 // accepted / > q, commit, flush) × up to eight small shapes, with pads (-1 and the null slot), a
 // caller error, strided slot tensors, padded slot strides, packed rows and separate views, gate
 // modes 1 (Split / Wide: the gate kernel too) and 2, the fold-warp twins (fused on Wide at one
-// CTA per SM), and B = 0 — each result checked against the float64 reference (check.h
+// CTA per SM), the dense verify form (record and fused on Wide at five CTAs per SM), and B = 0 — each result checked against the float64 reference (check.h
 // check_step). Every byte a kernel may read is initialised (initcheck), so a report is a kernel
 // bug.
 //
@@ -313,7 +313,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   const bool gpu = have_gpu();
   std::vector<Variant> variants = {Variant::kAuto};
   if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kWS};
-  int n = 0, twins = 0;
+  int n = 0, twins = 0, dense = 0;
   uint64_t seed = 5000;
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
@@ -335,8 +335,11 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.gate1 = v != Variant::kWS && k != Kind::kCommit && k != Kind::kFlush;
         } else if (shape == 3) {  // 544 items: 5 per persistent CTA, so WS ring stages and
           // Stream operand stages are reused (the producer/consumer hand-over under racecheck)
-          // (q = 4: the Wide kernel's compile-time q = 4 instantiation with fp32 state)
-          if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kFused && k != Kind::kAppend) continue;
+          // (q = 4: the Wide kernel's compile-time q = 4 instantiation with fp32 state; record and
+          // fused on Wide beyond one wave of four CTAs per SM: its dense form, five per SM)
+          if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kRecord && k != Kind::kFused &&
+              k != Kind::kAppend)
+            continue;
           c.H = 4, c.B = 136, c.q = q1 ? 1 : 4;
           c.ds = true, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1;
           c.gate1 = v != Variant::kWS;  // several gate tiles (136·q rows), a partial last one
@@ -366,13 +369,16 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.ds = true, c.lb = false, c.bias = true, c.layout = 2, c.null_slot = 5, c.gate2 = true, c.error = true;
         }
         kda::counters::last_step_fold_warps.store(0);
+        kda::counters::last_step_kernel_ctas_per_sm.store(0);
         run_mcase(c, gpu, seed++);
         twins += kda::counters::last_step_fold_warps.load() > 0;
+        dense += kda::counters::last_step_kernel_ctas_per_sm.load() == kda::cuda_config::kDenseVerifyCtasPerSm;
         ++n;
       }
   // the twins run where they are compiled with fold warps (cuda_config::fold_warps)
   if (gpu && kda::cuda_config::fold_warps(1, 4, kda::cuda_config::kFoldWarpsMinBlocks) > 0) {
     EXPECT_GE(twins, 1) << "no case ran a fold-warp twin";
+    EXPECT_GE(dense, 2) << "the dense verify form ran in fewer than two cases (record, fused)";
   }
   // B = 0 on every variant and kind (no launch, nothing written)
   for (Variant v : variants)
@@ -386,7 +392,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
       ++n;
     }
   std::cout << "[sanitizer-matrix] " << n << " cases on the " << (gpu ? "GPU" : "CPU (self-check, no GPU)") << " ("
-            << twins << " on the fold-warp twins)\n";
+            << twins << " on the fold-warp twins, " << dense << " on the dense verify form)\n";
 }
 
 }  // namespace

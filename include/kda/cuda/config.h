@@ -23,6 +23,15 @@ inline constexpr int kStepMaxStages = 4;
 /// grid of at most two CTAs per SM, or shared memory for at most two).
 inline constexpr int kSmallGridVerifyCtasPerSm = 2;
 inline constexpr bool is_split_verify(int split, int q) { return split > 1 && q != 1; }
+/// Wide verify kernels at q = 2, 3, 4 without the F_B path (gate modes 1 and 2) also have a dense
+/// form, compiled for kDenseVerifyCtasPerSm CTAs per SM (48 registers a thread instead of 64; one
+/// state stage then fits beside four other CTAs): the planner lays a record or fused grid out for
+/// it where five CTAs per SM beat four (heuristics::wide_verify_ctas_per_sm), the dispatch runs it
+/// where a plan says five.
+inline constexpr int kDenseVerifyCtasPerSm = 5;
+inline constexpr bool has_dense_verify_form(int split, int q, bool gate_from_fb) {
+  return split == 1 && q >= 2 && q <= 4 && !gate_from_fb;
+}
 /// Whether a step of `q` tokens on SPLIT = `split` laid out for `ctas_per_sm` runs the
 /// small-grid verify form (the planner's and the dispatch's one rule).
 inline constexpr bool small_grid_verify(int split, int q, int ctas_per_sm) {

@@ -100,10 +100,10 @@ struct StepTraits {
   /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
   /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
   static constexpr bool kLeanVectors = Q_ == 1 && MIN_BLOCKS_ > 4;
-  /// The six-CTA bf16 kernel reads its state with an L2 evict-first policy: 2.6-3.1% faster at
+  /// The six-CTA bf16 kernel (q = 1, lean vectors) reads its state with an L2 evict-first policy: 2.6-3.1% faster at
   /// H = 96, B = 128 and 256 (mode 1); the same hint makes fp32 decode 1-6% slower from 3072
   /// items (docs/data/ladder_s15/run4, run5, rung ef).
-  static constexpr bool kStateEvictFirst = MIN_BLOCKS_ > 4;
+  static constexpr bool kStateEvictFirst = kLeanVectors;
   /// q ≥ 2 without the F_B path (gate modes 1 and 2) loads every input of its q
   /// tokens in the first wave — the window, the raw logits into s_g, the q/k/v inputs of
   /// tokens 1…q−1 into s_yq / s_yk / s_yv (each thread its own channels, so no barrier) —
@@ -132,7 +132,7 @@ struct StepTraits {
   /// q = 16, not measured, does not.
   /// The small-grid form (128 registers) takes them at every q.
   static constexpr bool kEarlyWeights =
-      MIN_BLOCKS_ <= 4 && (Q_ < 8 || (Q_ == 8 && sizeof(StateT_) == 2) || kSmallGridVerify);
+      !kLeanVectors && (Q_ < 8 || (Q_ == 8 && sizeof(StateT_) == 2) || kSmallGridVerify);
   /// Tokens per batch of the q ≥ 2 first wave (NOTES: the q ≥ 2 first wave): all q where q is
   /// known at compile time; with q at run time KDA_STEP_WAVE_TOKENS (the ladder's knob), the
   /// loads beyond q predicated off: 4 keeps the kernel free of spills (8 and 16 spill 26 bytes).

@@ -1,0 +1,5 @@
+// Instantiation: Wide step kernel, bf16 state, q = 2 (offsets and token loops at compile time), gate
+// modes 1 and 2 only; the dense verify form: compiled for five CTAs per SM
+// (cuda_config::kDenseVerifyCtasPerSm, heuristics::wide_verify_ctas_per_sm).
+#include "../step_launch.cuh"
+KDA_INSTANTIATE_STEP_OCC(1, uint16_t, 2, false, 5)
