@@ -112,13 +112,27 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 /// H = 96, B = 256 decode mode 1 617.9 µs with six against 731.0 with four (mode 2: 592.1
 /// against 741.2), 697.3 with five; append Qr = 8 632.6 against 689.1. fp32 decode is fastest
 /// with four at every measured point (mode 1 at H = 96, B = 256: 876.5 against 902.0 with
-/// five, 950.5 with six); fp32 append gains 2–4% with six (701.1 against 714.3 at B = 256,
-/// 184.9 against 192.5 at B = 64), not taken: one kernel fewer (docs/data/ladder_s14/run3).
+/// five, 950.5 with six); fp32 append runs six too (kStepF32AppendCtasPerSm below).
 /// KDA_STEP_BF16_Q1_CTAS_PER_SM: the ladder's knob.
 #ifndef KDA_STEP_BF16_Q1_CTAS_PER_SM
 #define KDA_STEP_BF16_Q1_CTAS_PER_SM 6
 #endif
 inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
+/// fp32 append steps in gate modes 1 and 2 run the q = 1 kernel cut for six CTAs per SM too
+/// (`StepTraits<1, float, 1, false, 6>`, one fp32 stage; Qr = 16's records do not fit six, so
+/// four there).
+/// NOTES: an append step reads the state but writes it back only once per Qr steps, and folds
+/// its pending records on the way: bound by the item's chain more than by its bytes, like bf16
+/// decode, so the items in flight pay more than the second stage. Qr = 8, H = 96, `auto`: B = 8 /
+/// 64 / 256 26.62 / 166.85 / 659.46 µs against 31.47 / 171.33 / 671.89 with four (−15.4 / −2.6
+/// / −1.9%); H = 48, B = 32 −7.0%, H = 12 / 48, B = 512 −2.3 / −1.7%; one request as
+/// fast (a spread grid keeps its layout) (docs/data/ladder_s37/run1). Session 14 measured 2–4%
+/// on the kernels then and did not take it; fp32 decode stays at four (it lost there).
+/// KDA_STEP_F32_APPEND_CTAS_PER_SM: the ladder's knob (4: the decode kernel's layout).
+#ifndef KDA_STEP_F32_APPEND_CTAS_PER_SM
+#define KDA_STEP_F32_APPEND_CTAS_PER_SM 6
+#endif
+inline constexpr int kStepF32AppendCtasPerSm = KDA_STEP_F32_APPEND_CTAS_PER_SM;
 /// Wide verify steps (q ≥ 2) are laid out for up to four CTAs per SM like decode; where the
 /// layout puts at most two on an SM (a grid of at most two CTAs per SM, or shared memory for two)
 /// they run the kernel compiled for two (cuda_config::small_grid_verify).
@@ -137,7 +151,7 @@ inline constexpr int kStepWideVerifyCtasPerSm = KDA_STEP_WIDE_VERIFY_CTAS_PER_SM
 /// of two. Record: faster at every grid beyond one wave of four, q = 2, 3, 4, fp32 and bf16 state
 /// (H = 96, B = 6 / 32 / 256, fp32: q = 2 −12.1 / −5.5 / −6.7%, q = 3 −17.8 / −5.3 / −4.6%, q = 4 at
 /// B = 6 / 16 / 32 / 128 / 256 −14.5 / −4.7 / −3.4 / −3.6 / −3.6%; bf16 q = 2 −9.5 / −6.0 / −7.5%,
-/// q = 4 −12.8 / −5.9 / −5.3%; q = 4 at H = 12 and 48, 576 to 6144 items, −3.1 to −12.9%; bf16 q = 3 not measured) but
+/// q = 4 −12.8 / −5.9 / −5.3%; q = 4 at H = 12 and 48, 576 to 6144 items, −3.1 to −12.9%; bf16 q = 3 −13.5 / −5.7 / −5.9% at B = 6 / 64 / 256) but
 /// for a tie at 768 items (H = 12, B = 64: 31.67 against 31.59 µs; H = 96, B = 8: 32.14 against 31.83). Fused stages its pending records too
 /// and pays a grid's last partial wave more: one wave at five where four need two (576 items:
 /// −10.5 to −15.4% at every q and dtype), and beyond that only where five take fewer waves than four
@@ -145,7 +159,7 @@ inline constexpr int kStepWideVerifyCtasPerSm = KDA_STEP_WIDE_VERIFY_CTAS_PER_SM
 /// −5.2%; fp32 q = 2, 3 there +0.8 to +2.3%; fp32 q = 4 at 768 and 1536 items, as many waves either
 /// way, +8 to +10% and +5%; at 672 items, two waves either way, five took 1.3% off). per_token stores the state after every token and is bound by its bytes:
 /// four (five 0.6–3.2% slower from 672 items). Measured as rungs (the four-CTA kernels compiled for
-/// five, the layout's knob at five; docs/data/ladder_s36/run1–run3). KDA_STEP_DENSE_VERIFY: the
+/// five, the layout's knob at five; docs/data/ladder_s36/run2–run4). KDA_STEP_DENSE_VERIFY: the
 /// ladder's knob (0: off).
 #ifndef KDA_STEP_DENSE_VERIFY
 #define KDA_STEP_DENSE_VERIFY 1

@@ -51,12 +51,14 @@ std::string split_shape(const Context& c, Plan& p, int split) {
   p.threads = cuda_config::kStepThreads;
   const int q = c.key.q, state_bytes = c.layer.state_bf16 ? 2 : 4, recs = c.folds() ? c.layer.records : 0;
   p.ctas = c.items() * split;
-  const int prefer = q == 1 && split == 1 && c.layer.state_bf16 && p.gate_mode != GateMode::kPerItem
-                         ? heuristics::kStepBf16Q1CtasPerSm
-                     : cuda_config::is_split_verify(split, q) ? cuda_config::kSmallGridVerifyCtasPerSm
-                     : q != 1 ? heuristics::wide_verify_ctas_per_sm(c.key.mode, q, c.layer.state_bf16,
-                                                                     p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms)
-                                                              : heuristics::kStepCtasPerSm;
+  const bool lean_q1 = q == 1 && split == 1 && p.gate_mode != GateMode::kPerItem;
+  const int prefer = lean_q1 && c.layer.state_bf16                ? heuristics::kStepBf16Q1CtasPerSm
+                     : lean_q1 && c.key.mode == StepMode::kAppend ? heuristics::kStepF32AppendCtasPerSm
+                     : cuda_config::is_split_verify(split, q)     ? cuda_config::kSmallGridVerifyCtasPerSm
+                     : q != 1
+                         ? heuristics::wide_verify_ctas_per_sm(c.key.mode, q, c.layer.state_bf16,
+                                                               p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms)
+                         : heuristics::kStepCtasPerSm;
   const heuristics::StepLayout lay = heuristics::step_layout(
       q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms, prefer,
       heuristics::step_stage_bytes(c.key.mode == StepMode::kDecode, p.gate_mode == GateMode::kPerItem, p.ctas,

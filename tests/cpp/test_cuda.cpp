@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kda/cuda/config.h"
+#include "kda/heuristics.h"
 #include "kda/numerics.h"
 #include "kda/prepared.h"
 #include "cuda_test_kernels.h"
@@ -1238,6 +1239,45 @@ TEST_F(CudaVsCpu, AppendQr16LargeGridEqualsDecode) {
     c.B = 72;  // 288 items: more than two CTAs per SM, so the stages are not "every chunk"
     c.Qr = 16;
     expect_append_equals_decode(c, 4321, 77, 17, variant_name(v));
+  }
+}
+
+/// fp32 append in gate modes 1 and 2 on a grid that fills the GPU more than three times: the q = 1
+/// Wide kernel cut for six CTAs per SM (heuristics::kStepF32AppendCtasPerSm) with 0 to Qr pending
+/// records (a full row folded and written back first), both layouts, with and without the output
+/// norm, forced and auto, against the CPU backend; then SPEC §8's identity with decode (which runs
+/// the four-CTA kernel) bitwise over ten steps, a full row on the way.
+TEST_F(CudaVsCpu, Fp32AppendSixCtasPerSmWide) {
+  uint32_t seed = 6700;
+  for (int rep = 0; rep < 4; ++rep) {
+    Config c;
+    c.mode = StepMode::kAppend;
+    c.H = 4;
+    c.B = 100;  // 400 items: more than three CTAs per SM, so not spread (kStepSpreadCtasPerSm)
+    c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
+    c.gate1 = rep % 2 == 0;
+    c.gate2 = !c.gate1;
+    c.ds = rep < 2;
+    c.output_norm = rep != 1;
+    c.Qr = rep % 2 ? 8 : 4;
+    c.pending = std::vector<int>{0, 8, 3, 5}[rep];
+    c.lower_bound = rep & 1;
+    Plan pl;
+    run_case(c, seed++, &pl);
+    EXPECT_EQ(pl.ctas_per_sm, kda::heuristics::kStepF32AppendCtasPerSm) << c.name() << ": " << pl.describe();
+    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), 6) << c.name() << ": the kernel that ran";
+  }
+  for (int rep = 0; rep < 2; ++rep) {
+    Config c;
+    c.H = 4;
+    c.B = 100;
+    c.Qr = 8;
+    c.variant = rep ? Variant::kAuto : Variant::kWide;
+    c.gate1 = rep == 0;
+    c.gate2 = rep == 1;
+    c.ds = rep == 0;
+    c.lower_bound = rep == 1;
+    expect_append_equals_decode(c, 6800 + rep, 91 + rep, 10, std::string("six CTAs per SM ") + variant_name(c.variant));
   }
 }
 

@@ -373,8 +373,8 @@ TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
   // heuristics::step_stage_bytes: fp32 state keeps two 16 KiB stages in flight per CTA; a decode
   // step keeps three in a spread grid of three CTAs per SM (its CTAs are padded to that share
   // anyway), and one that reads no F_B (gate modes 1 and 2) from kStepMoreStagesMinCtas CTAs;
-  // four CTAs per SM where not spread; bf16 state (8 KiB stages) takes every chunk; append keeps
-  // two.
+  // four CTAs per SM where not spread; bf16 state (8 KiB stages) takes every chunk; fp32 append
+  // keeps two, one where it runs six CTAs per SM (heuristics::kStepF32AppendCtasPerSm).
   const DeviceInfo d = gpu();
   struct Case {
     int H, B;
@@ -398,11 +398,13 @@ TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
       EXPECT_EQ(p.ctas_per_sm, six ? kda::heuristics::kStepBf16Q1CtasPerSm : c.ctas_per_sm) << what;
       expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes(),
                        six ? kda::heuristics::kStepBf16Q1CtasPerSm : kda::heuristics::kStepCtasPerSm);
-      if (!bf16 && c.g != GateMode::kPerItem) {  // append keeps two
+      if (!bf16 && c.g != GateMode::kPerItem) {  // append: two, one at six CTAs per SM
         LayerShape la = l;
         la.records = 8;
         const Plan pa = kda::plan_step({StepMode::kAppend, c.B, 1}, pol(Variant::kWide, c.g), la, d);
-        EXPECT_EQ(pa.ring_stages, 2) << pa.describe();
+        const bool six_a = c.ctas_per_sm == 4;  // not spread
+        EXPECT_EQ(pa.ctas_per_sm, six_a ? kda::heuristics::kStepF32AppendCtasPerSm : c.ctas_per_sm) << pa.describe();
+        EXPECT_EQ(pa.ring_stages, six_a && kda::heuristics::kStepF32AppendCtasPerSm == 6 ? 1 : 2) << pa.describe();
       }
     }
 }
@@ -509,7 +511,8 @@ TEST(Plan, ForcedVariantsGivePerTokenTheRecordStepsGateMode) {
 
 TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
   // q = 1 Wide steps with bf16 state in gate modes 1 and 2 have a kernel cut for six CTAs per
-  // SM (heuristics::kStepBf16Q1CtasPerSm); gate mode 0 (its F_B registers), fp32 state,
+  // SM (heuristics::kStepBf16Q1CtasPerSm), and fp32 append steps there too
+  // (kStepF32AppendCtasPerSm); gate mode 0 (its F_B registers), fp32 decode,
   // verify steps and grids that do not fill the GPU twice keep the four-CTA layout rules.
   DeviceInfo d = gpu();
   d.smem_per_sm = 233472;  // the H200's
@@ -531,12 +534,19 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
     EXPECT_EQ(p.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm);
     EXPECT_EQ(p.ring_stages, kda::cuda_config::chunks_per_cta(1)) << "a bf16 item's state in flight at once";
     EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
-    EXPECT_EQ(plan(StepMode::kDecode, 1, false, g).ctas_per_sm, 4) << "fp32 state";
+    EXPECT_EQ(plan(StepMode::kDecode, 1, false, g).ctas_per_sm, 4) << "fp32 decode";
+    for (int qr : {4, 8, 16}) {
+      const Plan a = plan(StepMode::kAppend, 1, false, g, qr);
+      // Qr = 16: six CTAs' staged records do not fit beside a stage; four
+      EXPECT_EQ(a.ctas_per_sm, qr < 16 ? kda::heuristics::kStepF32AppendCtasPerSm : 4) << "fp32 append Qr = " << qr;
+      EXPECT_LE(a.ctas_per_sm * (a.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
+    }
     EXPECT_EQ(plan(StepMode::kRecord, 4, true, g).ctas_per_sm, kda::cuda_config::kDenseVerifyCtasPerSm)
         << "verify steps: the dense form";
     EXPECT_EQ(plan(StepMode::kDecode, 1, true, g, 8, 2).ctas_per_sm, 2) << "a grid that does not fill the GPU twice";
   }
   EXPECT_EQ(plan(StepMode::kDecode, 1, true, GateMode::kPerItem).ctas_per_sm, 4) << "gate mode 0";
+  EXPECT_EQ(plan(StepMode::kAppend, 1, false, GateMode::kPerItem).ctas_per_sm, 4) << "fp32 append, gate mode 0";
 }
 
 TEST(Plan, WsPlansARingThatFits) {

@@ -4,7 +4,8 @@
 // accepted / > q, commit, flush) × up to eight small shapes, with pads (-1 and the null slot), a
 // caller error, strided slot tensors, padded slot strides, packed rows and separate views, gate
 // modes 1 (Split / Wide: the gate kernel too) and 2, the fold-warp twins (fused on Wide at one
-// CTA per SM), the dense verify form (record and fused on Wide at five CTAs per SM), and B = 0 — each result checked against the float64 reference (check.h
+// CTA per SM), the dense verify form (record and fused on Wide at five CTAs per SM), the q = 1
+// kernels cut for six CTAs per SM (bf16 decode and append, fp32 append), and B = 0 — each result checked against the float64 reference (check.h
 // check_step). Every byte a kernel may read is initialised (initcheck), so a report is a kernel
 // bug.
 //
@@ -24,6 +25,7 @@
 #include "check.h"
 #include "data.h"
 #include "kda/cuda/config.h"
+#include "kda/heuristics.h"
 #include "plan/counters.h"
 
 namespace kt {
@@ -313,7 +315,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   const bool gpu = have_gpu();
   std::vector<Variant> variants = {Variant::kAuto};
   if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kWS};
-  int n = 0, twins = 0, dense = 0;
+  int n = 0, twins = 0, dense = 0, six = 0;
   uint64_t seed = 5000;
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
@@ -336,7 +338,8 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
         } else if (shape == 3) {  // 544 items: 5 per persistent CTA, so WS ring stages and
           // Stream operand stages are reused (the producer/consumer hand-over under racecheck)
           // (q = 4: the Wide kernel's compile-time q = 4 instantiation with fp32 state; record and
-          // fused on Wide beyond one wave of four CTAs per SM: its dense form, five per SM)
+          // fused on Wide beyond one wave of four CTAs per SM: its dense form, five per SM;
+          // append on Wide: the fp32 q = 1 kernel at six per SM)
           if (k != Kind::kDecode && k != Kind::kPerToken && k != Kind::kRecord && k != Kind::kFused &&
               k != Kind::kAppend)
             continue;
@@ -373,6 +376,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
         run_mcase(c, gpu, seed++);
         twins += kda::counters::last_step_fold_warps.load() > 0;
         dense += kda::counters::last_step_kernel_ctas_per_sm.load() == kda::cuda_config::kDenseVerifyCtasPerSm;
+        six += kda::counters::last_step_kernel_ctas_per_sm.load() == 6;
         ++n;
       }
   // the twins run where they are compiled with fold warps (cuda_config::fold_warps)
@@ -380,6 +384,9 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
     EXPECT_GE(twins, 1) << "no case ran a fold-warp twin";
     EXPECT_GE(dense, 2) << "the dense verify form ran in fewer than two cases (record, fused)";
   }
+  // the q = 1 kernels cut for six CTAs per SM: bf16 decode and append (shape 4), fp32 append (shape 3)
+  if (gpu && kda::heuristics::kStepBf16Q1CtasPerSm == 6 && kda::heuristics::kStepF32AppendCtasPerSm == 6)
+    EXPECT_GE(six, 3) << "the six-CTA q = 1 kernels ran in fewer than three cases";
   // B = 0 on every variant and kind (no launch, nothing written)
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kPerToken, Kind::kFused, Kind::kCommit, Kind::kFlush}) {
@@ -392,7 +399,8 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
       ++n;
     }
   std::cout << "[sanitizer-matrix] " << n << " cases on the " << (gpu ? "GPU" : "CPU (self-check, no GPU)") << " ("
-            << twins << " on the fold-warp twins, " << dense << " on the dense verify form)\n";
+            << twins << " on the fold-warp twins, " << dense << " on the dense verify form, " << six
+            << " on the six-CTA q = 1 kernels)\n";
 }
 
 }  // namespace
