@@ -143,6 +143,7 @@ class Config:
     W: int = W  # conv taps
     eps: float = 1e-5  # RMSNorm epsilon
     tiny_qk: float = 0.0  # > 0: post-conv q and k of about this size per element
+    large: bool = False  # a large grid (_make_large)
     ops: List[Op] = dataclasses.field(default_factory=list)
 
     @property
@@ -160,7 +161,7 @@ class Config:
              f"Qr={self.Qr} pads(conv={self.conv_pad},state={self.state_pad},rec={self.rec_pad},"
              f"pend_stride={self.pending_stride}) null={self.null_slot} variant={self.variant} align={self.align} "
              f"W={self.W} eps={self.eps:.2e}" + (f" tiny_qk={self.tiny_qk:g}" if self.tiny_qk else ""))
-        return s + " ops=[" + ", ".join(o.describe() for o in self.ops) + "]"
+        return s + (" large" if self.large else "") + " ops=[" + ", ".join(o.describe() for o in self.ops) + "]"
 
 
 def _choice(rng, items, p=None):
@@ -171,8 +172,16 @@ def config_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1, np.uint64)[0] >> 1)
 
 
-def random_config(seed: int, index: int, device: str = "cpu") -> Config:
-    """The configuration (seed, index): every knob drawn from its own generator."""
+# On CUDA one configuration in LARGE_EVERY is a large grid (_make_large): the others' pools stay
+# tiny, and the Wide kernels' forms for grids beyond four CTAs per SM (the dense verify form, the
+# six-CTA q = 1 kernel) are only reached from about 530 items on a 132-SM GPU.
+LARGE_EVERY = 64
+
+
+def random_config(seed: int, index: int, device: str = "cpu", large_every: Optional[int] = None) -> Config:
+    """The configuration (seed, index): every knob drawn from its own generator. On CUDA (or
+    with `large_every`), one in `large_every` is then made a large grid from a generator of its
+    own, so that the draws of the others are those of earlier versions."""
     rng = np.random.default_rng(config_seed(seed, index))
     c = Config()
     c.seed = int(rng.integers(1 << 30))
@@ -236,7 +245,34 @@ def random_config(seed: int, index: int, device: str = "cpu") -> Config:
     # of earlier versions
     if c.gate_policy == "0" and np.random.default_rng([config_seed(seed, index), 1]).random() < 0.5:
         c.gate_policy = "1"
+    if large_every is None:
+        large_every = LARGE_EVERY if device == "cuda" else 0
+    lg = np.random.default_rng([config_seed(seed, index), 2])
+    if large_every > 0 and lg.random() < 1.0 / large_every:
+        _make_large(lg, c)
     return c
+
+
+def _make_large(rng, c: Config):
+    """Turns `c` into a large grid: H = 4 and 133-170 requests (532-680 items: beyond one wave
+    of four CTAs per SM on 132 SMs), decode, append, record and fused at q <= 4, gate modes 1
+    and 2, Wide or auto: the plans that take five CTAs per SM (record, fused: the dense verify
+    form) and six (fp32 append, bf16 decode and append). The layer, pool paddings and dtypes
+    keep their draws; per_token, commit and flush stay with the small pools (B x cols slots)."""
+    c.large = True
+    c.H = 4
+    c.variant = _choice(rng, ["wide", "auto"])
+    c.f_b = True
+    if rng.random() < 0.5:
+        c.gate, c.gate_policy = 0, "1"
+    else:
+        c.gate, c.gate_policy = 2, "2"
+    qmax, bmin, bmax = 4, 133, 170
+    c.window = c.W - 2 + qmax + int(rng.integers(0, 2))
+    c.Qr = c.window - c.W + 2 + int(rng.integers(0, 2))
+    c.n = 2 * bmax + 4
+    c.ops = [_random_op(rng, c, qmax, bmax, bmin=bmin, kinds=("decode", "append", "record", "fused"))
+             for _ in range(int(rng.integers(1, 3)))]
 
 
 def _live_ids(rng, c: Config) -> np.ndarray:
@@ -250,11 +286,12 @@ def _pad_id(rng, c: Config) -> int:
     return -int(_choice(rng, [1, 1, 2, 7, 1 << 20]))
 
 
-def _random_op(rng, c: Config, qmax: int, bmax: int) -> Op:
-    kinds = ["decode", "per_token"] + (["record", "fused", "commit", "flush", "append"] if c.Qr else [])
-    kind = _choice(rng, kinds)
+def _random_op(rng, c: Config, qmax: int, bmax: int, bmin: int = 1, kinds=None) -> Op:
+    if kinds is None:
+        kinds = ["decode", "per_token"] + (["record", "fused", "commit", "flush", "append"] if c.Qr else [])
+    kind = _choice(rng, list(kinds))
     op = Op(kind=kind, seed=int(rng.integers(1 << 30)))
-    B = 0 if rng.random() < 0.04 else int(rng.integers(1, bmax + 1))
+    B = 0 if rng.random() < 0.04 else int(rng.integers(bmin, bmax + 1))
     q = 1 if kind in ("decode", "commit", "flush", "append") else int(rng.integers(1, qmax + 1))
     op.q = q
     ids = _live_ids(rng, c)
@@ -835,7 +872,8 @@ class Progress:
 
 
 def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_seconds: float = 0.0,
-         verbose: bool = False, out=sys.stdout, first_index: int = 0, max_failures: int = 20):
+         verbose: bool = False, out=sys.stdout, first_index: int = 0, max_failures: int = 20,
+         large_every: Optional[int] = None):
     """Runs `configs` configurations; returns (ran, mismatches, failures [(index, message)]).
     Stops early after `max_seconds` or `max_failures` mismatches (a CUDA fault poisons the
     context: every later configuration would fail too). On a terminal (not in CI) it prints a
@@ -845,6 +883,7 @@ def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_
     failures = []
     ran = 0
     refused = 0
+    large = 0
     per_variant = {}
     every = max(1, configs // sample_f64) if sample_f64 > 0 else 0
     for i in range(first_index, first_index + configs):
@@ -854,7 +893,8 @@ def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_
         if max_failures and len(failures) >= max_failures:
             print(f"fuzz: stopping after {len(failures)} mismatches (--max-failures)", file=out)
             break
-        c = random_config(seed, i, device)
+        c = random_config(seed, i, device, large_every)
+        large += c.large
         f64_here = device == "cpu" or (every and (i - first_index) % every == 0)
         v = c.variant
         try:
@@ -875,7 +915,8 @@ def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_
             print(f"MISMATCH config {i} seed {seed}:{i} device {device} variant {v}: {msg}", file=out)
             print(f"  config: {c.describe()}", file=out)
             print(f"  replay: python tests/python/fuzz.py --device {device} --replay {seed}:{i}"
-                  f"{' --sample-f64 1' if f64_here and device != 'cpu' else ''}", file=out)
+                  f"{' --sample-f64 1' if f64_here and device != 'cpu' else ''}"
+                  f"{f' --large-every {large_every}' if large_every is not None else ''}", file=out)
             if verbose:
                 traceback.print_exc(file=out)
         ran += 1
@@ -887,7 +928,7 @@ def fuzz(configs: int, seed: int, device: str = "cpu", sample_f64: int = 0, max_
     extra = f"device {device}, seed {seed}, {dt:.1f} s"
     if device != "cpu":
         extra += ", variants " + " ".join(f"{k}={per_variant[k]}" for k in sorted(per_variant))
-        extra += f", refused {refused}, float64-checked every {every or '-'}"
+        extra += f", refused {refused}, float64-checked every {every or '-'}, large grids {large}"
     print(f"fuzz: {ran} configs, {len(failures)} mismatches ({extra})", file=out)
     return ran, len(failures), failures
 
@@ -903,6 +944,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=0.0, help="stop (with the summary) after T seconds")
     ap.add_argument("--max-failures", type=int, default=20, help="stop after M mismatches (0: never)")
     ap.add_argument("--replay", default=None, help="S:I — run configuration I of seed S only (verbose)")
+    ap.add_argument("--large-every", type=int, default=None,
+                    help=f"one configuration in N a large grid (default: {LARGE_EVERY} on cuda, never elsewhere)")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     if a.device == "cuda":
@@ -918,12 +961,12 @@ def main(argv=None) -> int:
             return 2
     if a.replay:
         s, i = (int(x) for x in a.replay.split(":"))
-        c = random_config(s, i, a.device)
+        c = random_config(s, i, a.device, a.large_every)
         print(f"config {s}:{i}: {c.describe()}")
-        _, m, _ = fuzz(1, s, a.device, sample_f64=a.sample_f64, verbose=True, first_index=i)
+        _, m, _ = fuzz(1, s, a.device, sample_f64=a.sample_f64, verbose=True, first_index=i, large_every=a.large_every)
         return 1 if m else 0
     _, m, _ = fuzz(a.configs, a.seed, a.device, a.sample_f64, a.max_seconds, a.verbose, first_index=a.first_index,
-                   max_failures=a.max_failures)
+                   max_failures=a.max_failures, large_every=a.large_every)
     return 1 if m else 0
 
 

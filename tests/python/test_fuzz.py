@@ -55,3 +55,23 @@ def test_fuzz_cuda_short():
     if not torch.cuda.is_available() or not kd.cuda_built():
         pytest.skip("needs a CUDA device and the CUDA backend")
     _run(int(os.environ.get("KDA_FUZZ_CUDA_CONFIGS", "300")), 424242, "cuda", sample_f64=30)
+
+
+def test_fuzz_large_grids_drawn_apart():
+    """On CUDA one configuration in fuzz.LARGE_EVERY is a large grid (the forms for grids beyond
+    four CTAs per SM); its generator is its own, so every other configuration is drawn as before."""
+    large = 0
+    for i in range(400):
+        c = fuzz.random_config(20261204, i, "cuda")
+        plain = fuzz.random_config(20261204, i, "cuda", large_every=0)
+        if not c.large:
+            assert c.describe() == plain.describe()
+            continue
+        large += 1
+        assert c.H == 4 and c.gate_policy in ("1", "2") and c.variant in ("wide", "auto"), c.describe()
+        for op in c.ops:
+            assert op.kind in ("decode", "append", "record", "fused") and op.q <= 4, c.describe()
+            assert op.B == 0 or 133 <= op.B <= 170, c.describe()
+    assert 1 <= large <= 20, large
+    forced = fuzz.random_config(3, 0, "torch-cpu", large_every=1)
+    assert forced.large and forced.describe().endswith("]")
