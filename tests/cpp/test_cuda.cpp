@@ -1242,18 +1242,22 @@ TEST_F(CudaVsCpu, AppendQr16LargeGridEqualsDecode) {
   }
 }
 
-/// fp32 append in gate modes 1 and 2 on a grid that fills the GPU more than three times: the q = 1
-/// Wide kernel cut for six CTAs per SM (heuristics::kStepF32AppendCtasPerSm) with 0 to Qr pending
-/// records (a full row folded and written back first), both layouts, with and without the output
-/// norm, forced and auto, against the CPU backend; then SPEC §8's identity with decode (which runs
-/// the four-CTA kernel) bitwise over ten steps, a full row on the way.
+/// fp32 append in gate modes 1 and 2 on a grid that fills the GPU more than three times (400
+/// items on the H200): the q = 1 Wide kernel cut for six CTAs per SM
+/// (heuristics::kStepF32AppendCtasPerSm) with 0 to Qr pending records (a full row folded and
+/// written back first), both layouts, with and without the output norm, forced and auto, against
+/// the CPU backend; then SPEC §8's identity with decode (which runs the four-CTA kernel) bitwise
+/// over ten steps, a full row on the way.
 TEST_F(CudaVsCpu, Fp32AppendSixCtasPerSmWide) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int B = (3 * sms) / 4 + 1;  // more than three CTAs per SM, so not spread (kStepSpreadCtasPerSm)
   uint32_t seed = 6700;
   for (int rep = 0; rep < 4; ++rep) {
     Config c;
     c.mode = StepMode::kAppend;
     c.H = 4;
-    c.B = 100;  // 400 items: more than three CTAs per SM, so not spread (kStepSpreadCtasPerSm)
+    c.B = B;  // 400 items on the H200
     c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
     c.gate1 = rep % 2 == 0;
     c.gate2 = !c.gate1;
@@ -1270,7 +1274,7 @@ TEST_F(CudaVsCpu, Fp32AppendSixCtasPerSmWide) {
   for (int rep = 0; rep < 2; ++rep) {
     Config c;
     c.H = 4;
-    c.B = 100;
+    c.B = B;
     c.Qr = 8;
     c.variant = rep ? Variant::kAuto : Variant::kWide;
     c.gate1 = rep == 0;
