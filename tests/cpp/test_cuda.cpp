@@ -753,6 +753,86 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
   EXPECT_GE(passes[1], 15) << "per_token steps in passes of one";
 }
 
+/// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).
+struct IdentityKernels {
+  int first = 0, second = 0;
+};
+
+/// SPEC §8: commit(n) after a record step equals the per_token step's state after n tokens, and
+/// the two steps' outputs agree, bitwise. Both worlds are drawn from `seed` (`c.mode` is set
+/// here); every request accepts one token, and the record world's checkpoints start from the
+/// per_token world's start slots (states and DS bf16 windows copied). `ran`: the per_token and
+/// the record kernels.
+void expect_commit_equals_per_token(Config c, uint32_t seed, int n, const std::string& what,
+                                    IdentityKernels* ran = nullptr) {
+  c.mode = StepMode::kPerToken;
+  World a(c, seed);
+  Config cr = c;
+  cr.mode = StepMode::kRecord;
+  World r(cr, seed);
+  for (World* w : {&a, &r}) {
+    for (int b = 0; b < c.B; ++b) w->accepted.h<int>()[b] = 1;
+    w->accepted.up();
+  }
+  PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
+  ka.prepare(a.caches(true));
+  ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+  if (ran) ran->first = kda::counters::last_step_kernel_ctas_per_sm.load();
+  PreparedKda kr(r.weights(true), r.policies(true), c.ds, 0);
+  kr.prepare(r.caches(true));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::size_t es = c.state_bf16 ? 2 : 4, tile = std::size_t(c.H) * K * K * es;
+  const std::size_t wtile = std::size_t(3) * a.D * a.window * 2;  // DS bf16 window of a slot
+  for (int b = 0; b < c.B; ++b) {
+    const int sa = a.slots.h<int>()[b * a.slots_cols], sr = r.slots.h<int>()[b * r.slots_cols];
+    std::memcpy(r.state.host.data() + sr * tile, a.state.host.data() + sa * tile, tile);
+    std::memcpy(r.conv.host.data() + sr * wtile, a.conv.host.data() + sa * wtile, wtile);
+  }
+  r.state.up();
+  r.conv.up();
+  kr.run(r.projected(true), r.outv(true), r.caches(true), r.args(true));
+  if (ran) ran->second = kda::counters::last_step_kernel_ctas_per_sm.load();
+  Mirror counts(std::size_t(c.B) * 4);
+  for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = n;
+  counts.up();
+  kr.commit(r.caches(true), make_view(r.slots.dev, DType::kI32, {c.B}, {r.slots_cols}, Device::kCUDA), TensorView{},
+            make_view(counts.dev, DType::kI32, {c.B}, Device::kCUDA));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto sa_dev = a.state.down(), sr_dev = r.state.down();
+  for (int b = 0; b < c.B; ++b) {
+    const int after_n = a.slots.h<int>()[b * a.slots_cols + n - 1];
+    const int ck = r.slots.h<int>()[b * r.slots_cols];
+    EXPECT_EQ(0, std::memcmp(sa_dev.data() + after_n * tile, sr_dev.data() + ck * tile, tile))
+        << what << ": commit(" << n << ") != per-token state after " << n << " tokens, request " << b;
+  }
+  EXPECT_EQ(a.out.down(), r.out.down()) << what << ": per_token and record outputs differ";
+}
+
+/// SPEC §8: a fused step equals flush, then the same fused step with nothing pending, bitwise
+/// (outputs, states, records rows, pending counts; no flags). Both worlds are drawn from `seed`
+/// with `c` (a fused step). `ran`: the two fused steps' kernels.
+void expect_fused_equals_flush_then_fused_zero(const Config& c, uint32_t seed, const std::string& what,
+                                               IdentityKernels* ran = nullptr) {
+  World a(c, seed), b(c, seed);
+  PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
+  ka.prepare(a.caches(true));
+  ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
+  if (ran) ran->first = kda::counters::last_step_kernel_ctas_per_sm.load();
+  PreparedKda kb(b.weights(true), b.policies(true), c.ds, 0);
+  kb.prepare(b.caches(true));
+  kb.flush(b.caches(true), make_view(b.slots.dev, DType::kI32, {c.B}, {b.slots_cols}, Device::kCUDA), TensorView{});
+  kb.run(b.projected(true), b.outv(true), b.caches(true), b.args(true));
+  if (ran) ran->second = kda::counters::last_step_kernel_ctas_per_sm.load();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(a.out.down(), b.out.down()) << what;
+  EXPECT_EQ(a.state.down(), b.state.down()) << what;
+  EXPECT_EQ(a.kg.down(), b.kg.down()) << what;
+  EXPECT_EQ(a.corr.down(), b.corr.down()) << what;
+  EXPECT_EQ(a.pending.down(), b.pending.down()) << what;
+  EXPECT_EQ(ka.status().flags, 0u) << what;
+  EXPECT_EQ(kb.status().flags, 0u) << what;
+}
+
 /// The Wide verify kernels' dense form (cuda_config::kDenseVerifyCtasPerSm: q = 2, 3, 4 without the
 /// F_B path, five CTAs per SM) on a grid beyond one wave of four CTAs per SM and within one of five,
 /// where record and fused steps take it (heuristics::wide_verify_ctas_per_sm): both state dtypes,
@@ -804,72 +884,17 @@ TEST_F(CudaVsCpu, WideVerifyDenseForm) {
     c.q = q;
     c.pad = false;
     c.state_bf16 = q == 2;
-    const int n = q - 1;
-    c.mode = StepMode::kPerToken;
-    World a(c, 31);
-    Config cr = c;
-    cr.mode = StepMode::kRecord;
-    World r(cr, 31);
-    for (World* w : {&a, &r}) {
-      for (int b = 0; b < c.B; ++b) w->accepted.h<int>()[b] = 1;
-      w->accepted.up();
-    }
-    PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
-    ka.prepare(a.caches(true));
-    ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_NE(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "per_token: the four-CTA form";
-    PreparedKda kr(r.weights(true), r.policies(true), c.ds, 0);
-    kr.prepare(r.caches(true));
-    const std::size_t es = c.state_bf16 ? 2 : 4, tile = std::size_t(c.H) * K * K * es;
-    const std::size_t wtile = std::size_t(3) * a.D * a.window * 2;
-    for (int b = 0; b < c.B; ++b) {
-      const int sa = a.slots.h<int>()[b * a.slots_cols], sr = r.slots.h<int>()[b * r.slots_cols];
-      std::memcpy(r.state.host.data() + sr * tile, a.state.host.data() + sa * tile, tile);
-      std::memcpy(r.conv.host.data() + sr * wtile, a.conv.host.data() + sa * wtile, wtile);
-    }
-    r.state.up();
-    r.conv.up();
-    kr.run(r.projected(true), r.outv(true), r.caches(true), r.args(true));
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "record q = " << q;
-    Mirror counts(std::size_t(c.B) * 4);
-    for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = n;
-    counts.up();
-    kr.commit(r.caches(true), make_view(r.slots.dev, DType::kI32, {c.B}, {r.slots_cols}, Device::kCUDA), TensorView{},
-              make_view(counts.dev, DType::kI32, {c.B}, Device::kCUDA));
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const auto sa_dev = a.state.down(), sr_dev = r.state.down();
-    int differ = 0;
-    for (int b = 0; b < c.B; ++b) {
-      const int after_n = a.slots.h<int>()[b * a.slots_cols + n - 1];
-      const int ck = r.slots.h<int>()[b * r.slots_cols];
-      differ += std::memcmp(sa_dev.data() + after_n * tile, sr_dev.data() + ck * tile, tile) != 0;
-    }
-    EXPECT_EQ(differ, 0) << "q = " << q << ": commit(" << n << ") != the per-token state after " << n << " tokens";
-    EXPECT_EQ(a.out.down(), r.out.down()) << "per_token and record outputs differ, q = " << q;
-    // fused (dense) == flush, then fused(0) (dense)
+    const std::string what = "dense form q = " + std::to_string(q);
+    IdentityKernels ran;
+    expect_commit_equals_per_token(c, 31, q - 1, what, &ran);
+    EXPECT_NE(ran.first, kDense) << what << ", per_token: the four-CTA form";
+    EXPECT_EQ(ran.second, kDense) << what << ", record";
     Config cf = c;
     cf.mode = StepMode::kFused;
     cf.Qr = q;
-    World f(cf, 41), g(cf, 41);
-    PreparedKda kf(f.weights(true), f.policies(true), cf.ds, 0), kg(g.weights(true), g.policies(true), cf.ds, 0);
-    kf.prepare(f.caches(true));
-    kg.prepare(g.caches(true));
-    kf.run(f.projected(true), f.outv(true), f.caches(true), f.args(true));
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "fused q = " << q;
-    kg.flush(g.caches(true), make_view(g.slots.dev, DType::kI32, {cf.B}, {g.slots_cols}, Device::kCUDA), TensorView{});
-    kg.run(g.projected(true), g.outv(true), g.caches(true), g.args(true));
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << "fused(0) q = " << q;
-    EXPECT_EQ(f.out.down(), g.out.down()) << "fused q = " << q;
-    EXPECT_EQ(f.state.down(), g.state.down()) << "fused q = " << q;
-    EXPECT_EQ(f.kg.down(), g.kg.down()) << "fused q = " << q;
-    EXPECT_EQ(f.corr.down(), g.corr.down()) << "fused q = " << q;
-    EXPECT_EQ(f.pending.down(), g.pending.down()) << "fused q = " << q;
-    EXPECT_EQ(kf.status().flags, 0u);
-    EXPECT_EQ(kg.status().flags, 0u);
+    expect_fused_equals_flush_then_fused_zero(cf, 41, what, &ran);
+    EXPECT_EQ(ran.first, kDense) << what << ", fused";
+    EXPECT_EQ(ran.second, kDense) << what << ", fused(0)";
   }
   std::cout << "[cuda-vs-cpu] Wide verify, dense form: " << cases << " configurations and the identities at q = 2, 4\n";
 }
@@ -1096,52 +1121,9 @@ TEST_F(CudaVsCpu, CommitAndFusedBitwise) {
       c.q = q;
       c.pad = false;
       c.state_bf16 = bf16;
-      // per-token run
-      c.mode = StepMode::kPerToken;
-      World a(c, 11);
-      // the same world in record mode: same weights/inputs/caches (same seed), slots column 0
-      Config cr = c;
-      cr.mode = StepMode::kRecord;
-      World r(cr, 11);
-      // make the record world's checkpoint = per-token start slot contents, accepted = 1
-      for (World* w : {&a, &r}) {
-        for (int b = 0; b < c.B; ++b) w->accepted.h<int>()[b] = 1;
-        w->accepted.up();
-      }
-      PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
-      ka.prepare(a.caches(true));
-      ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
-      PreparedKda kr(r.weights(true), r.policies(true), c.ds, 0);
-      kr.prepare(r.caches(true));
-      // per-token slots row of `a` vs record checkpoint of `r`: copy a's start slots into r's
-      // checkpoint slots so that both start from the same state.
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const std::size_t es = bf16 ? 2 : 4, tile = std::size_t(c.H) * K * K * es;
-      for (int b = 0; b < c.B; ++b) {
-        const int sa = a.slots.h<int>()[b * a.slots_cols], sr = r.slots.h<int>()[b * r.slots_cols];
-        std::memcpy(r.state.host.data() + sr * tile, a.state.host.data() + sa * tile, tile);
-        const std::size_t wtile = std::size_t(3) * a.D * a.window * 2;  // DS bf16 window of a slot
-        std::memcpy(r.conv.host.data() + sr * wtile, a.conv.host.data() + sa * wtile, wtile);
-      }
-      r.state.up();
-      r.conv.up();
-      kr.run(r.projected(true), r.outv(true), r.caches(true), r.args(true));
-      // commit n into the checkpoint
-      Mirror counts(std::size_t(c.B) * 4);
-      for (int b = 0; b < c.B; ++b) counts.h<int>()[b] = n;
-      counts.up();
-      kr.commit(r.caches(true), make_view(r.slots.dev, DType::kI32, {c.B}, {r.slots_cols}, Device::kCUDA), TensorView{},
-                make_view(counts.dev, DType::kI32, {c.B}, Device::kCUDA));
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const auto sa_dev = a.state.down(), sr_dev = r.state.down();
-      for (int b = 0; b < c.B; ++b) {
-        const int after_n = a.slots.h<int>()[b * a.slots_cols + n - 1];
-        const int ck = r.slots.h<int>()[b * r.slots_cols];
-        EXPECT_EQ(0, std::memcmp(sa_dev.data() + after_n * tile, sr_dev.data() + ck * tile, tile))
-            << variant_name(v) << (bf16 ? " bf16" : " f32") << (gate1 ? " gate1" : "") << " q = " << q << ": commit("
-            << n << ") != per-token state after " << n << " tokens, request " << b;
-      }
-      EXPECT_EQ(a.out.down(), r.out.down()) << "per_token and record outputs differ, q = " << q;
+      expect_commit_equals_per_token(c, 11, n,
+                                     std::string(variant_name(v)) + (bf16 ? " bf16" : " f32") + (gate1 ? " gate1" : "") +
+                                         " q = " + std::to_string(q));
     }
 }
 
@@ -1156,23 +1138,7 @@ TEST_F(CudaVsCpu, FusedEqualsFlushThenFusedZero) {
     c.H = 3;
     c.B = 5;
     c.q = vi == 5 ? 8 : vi == 6 ? 2 : 3;
-    World a(c, 21), b(c, 21);
-    // a: fused with the pending it has; b: flush first, then the same fused step
-    PreparedKda ka(a.weights(true), a.policies(true), c.ds, 0);
-    ka.prepare(a.caches(true));
-    ka.run(a.projected(true), a.outv(true), a.caches(true), a.args(true));
-    PreparedKda kb(b.weights(true), b.policies(true), c.ds, 0);
-    kb.prepare(b.caches(true));
-    kb.flush(b.caches(true), make_view(b.slots.dev, DType::kI32, {c.B}, {b.slots_cols}, Device::kCUDA), TensorView{});
-    kb.run(b.projected(true), b.outv(true), b.caches(true), b.args(true));
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(a.out.down(), b.out.down()) << variant_name(v);
-    EXPECT_EQ(a.state.down(), b.state.down()) << variant_name(v);
-    EXPECT_EQ(a.kg.down(), b.kg.down()) << variant_name(v);
-    EXPECT_EQ(a.corr.down(), b.corr.down()) << variant_name(v);
-    EXPECT_EQ(a.pending.down(), b.pending.down()) << variant_name(v);
-    EXPECT_EQ(ka.status().flags, 0u);
-    EXPECT_EQ(kb.status().flags, 0u);
+    expect_fused_equals_flush_then_fused_zero(c, 21, variant_name(v));
   }
 }
 
