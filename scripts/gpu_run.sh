@@ -36,6 +36,7 @@
 # skipped and these are run; BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
 # FUZZ_DEADLINE (s since start) ends the fuzz stage in time;
 # PYTEST_K selects Python tests (pytest -k); CUDA_FILTER the C++ GPU tests (a gtest filter);
+# GTEST_TIMEOUT (s, default 600) and GTEST_SHARDS (default 1) bound and split each gtest binary's run;
 # CUDA_TESTS_VARIANTS="NAME…" also runs $BIN/kda_cuda_tests_NAME under CUDA_VARIANTS_FILTER_NAME
 # (else CUDA_VARIANTS_FILTER).
 #
@@ -85,9 +86,21 @@ fi
 run_gtest() {  # name binary filter
   local name=$1 bin=$2 filter=${3:-*}
   if [[ ! -x $bin ]]; then note "$name: not built"; return; fi
-  local t=$SECONDS
-  timeout "${GTEST_TIMEOUT:-600}" "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$OUT/$name.log" 2>&1
-  local rc=$?
+  local t=$SECONDS rc=0 k
+  # GTEST_SHARDS=N: N processes of gtest's sharding side by side on the one GPU (the CPU
+  # backend's references and the launches' round trips overlap); one log, shard by shard.
+  # Line-buffered, so a run cut by GTEST_TIMEOUT keeps what it printed.
+  local shards=${GTEST_SHARDS:-1} pids=()
+  for ((k = 0; k < shards; ++k)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$k timeout "${GTEST_TIMEOUT:-600}" stdbuf -oL -eL "$bin" \
+      --gtest_filter="$filter" --gtest_brief=1 >"$OUT/$name.$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((k = 0; k < shards; ++k)); do
+    wait "${pids[k]}" || rc=$?
+    cat "$OUT/$name.$k.log" >>"$OUT/$name.log"
+    rm -f "$OUT/$name.$k.log"
+  done
   local line
   line=$(grep -E "^\[  (PASSED|FAILED)|tests ran" "$OUT/$name.log" | tr '\n' ' ')
   [[ $rc -ne 0 ]] && grep -E "Failure|FAILED|error|Expected|Which is|differs" "$OUT/$name.log" | head -40
