@@ -49,7 +49,7 @@ static_assert(kDecodeRules[1].min_items == kSplitMaxItems + 1 && kAppendRules[1]
 /// q = 2 on WS (Wide within 2% at 3072 items, 1–24% longer elsewhere), at q ≥ 4 on Wide from
 /// 576 items (WS takes 7–29% longer at q = 8; at q = 4 13–26% longer from 3072 items, within
 /// 5% either way at 576 and 768), on WS below (Wide 1–16% longer at 12–96 items; at 192 record
-/// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). Session 26's kernels in gate mode 0
+/// q = 4 and fused q = 4 ran 1.5% and 7% faster on Wide). The kernels of this tree in gate mode 0
 /// (docs/data/ladder_s26/run1, q = 2, 4, H = 96, B = 1, 2, 6, 64 and H = 12, B = 16, 32): per_token
 /// still on WS (Wide 7–34% longer), record and fused at q = 2 on WS but at 384 items (Wide 5–10%
 /// faster there), at q = 4 Wide from 192 items (WS 3–10% longer at 192, 17–21% at 384; at 576
@@ -112,7 +112,11 @@ inline constexpr int kStepCtasPerSm = KDA_STEP_CTAS_PER_SM;
 /// H = 96, B = 256 decode mode 1 617.9 µs with six against 731.0 with four (mode 2: 592.1
 /// against 741.2), 697.3 with five; append Qr = 8 632.6 against 689.1. fp32 decode is fastest
 /// with four at every measured point (mode 1 at H = 96, B = 256: 876.5 against 902.0 with
-/// five, 950.5 with six); fp32 append runs six too (kStepF32AppendCtasPerSm below).
+/// five, 950.5 with six), and also where six take the grid in fewer waves (gate mode 2, 768 /
+/// 1536 / 3072 items, one / two / four waves against two / three / six: +4.0 / +6.2 / +7.6% on this
+/// kernel, +0.6 / +2.7 / +3.7% without its evict-first state loads; docs/data/ladder_s38/run1), so a
+/// tail wave is not what those grids pay for; fp32 append runs six too
+/// (kStepF32AppendCtasPerSm below).
 /// KDA_STEP_BF16_Q1_CTAS_PER_SM: the ladder's knob.
 #ifndef KDA_STEP_BF16_Q1_CTAS_PER_SM
 #define KDA_STEP_BF16_Q1_CTAS_PER_SM 6
@@ -126,8 +130,9 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 /// decode, so the items in flight pay more than the second stage. Qr = 8, H = 96, `auto`: B = 8 /
 /// 64 / 256 26.62 / 166.85 / 659.46 µs against 31.47 / 171.33 / 671.89 with four (−15.4 / −2.6
 /// / −1.9%); H = 48, B = 32 −7.0%, H = 12 / 48, B = 512 −2.3 / −1.7%; one request as
-/// fast (a spread grid keeps its layout) (docs/data/ladder_s37/run1). Session 14 measured 2–4%
-/// on the kernels then and did not take it; fp32 decode stays at four (it lost there).
+/// fast (a spread grid keeps its layout) (docs/data/ladder_s37/run1). fp32 decode stays at four
+/// (kStepBf16Q1CtasPerSm above), and Qr = 16, whose records fit five but not six, too: at five it
+/// ran as fast as at four (H = 96, B = 32 / 64 / 256: −0.5 / +0.5 / +0.7%, docs/data/ladder_s38/run1).
 /// KDA_STEP_F32_APPEND_CTAS_PER_SM: the ladder's knob (4: the decode kernel's layout).
 #ifndef KDA_STEP_F32_APPEND_CTAS_PER_SM
 #define KDA_STEP_F32_APPEND_CTAS_PER_SM 6
