@@ -20,11 +20,15 @@
 //   empty  one step's fixed cost: the PDL hand-over, the slot load, one store per CTA
 //   move/S the state only, an item's rows over S ∈ {1, 2, 4, 8} CTAs, every chunk in flight
 //          at once: with `empty`, the floor of any step structure at small batch
+//   rows/S `rows` with an item's rows over a cluster of S ∈ {1, 2, 4, 8} CTAs, every chunk in
+//          flight at once, and the RMSNorm's Σo² summed across the cluster: a step whose
+//          prologue costs nothing, so at one request the floor of any structure that splits an
+//          item's rows and computes its prologue in the step; checked against the CPU reference
 //   flat   the state only, with no per-item structure: eight CTAs per SM walk every item's tile
 //          in order with 16-byte loads and stores (four in flight per thread). No structure of
 //          the step moves its state faster, so a target below `flat` is out of reach
 //
-// `--floors` times only the data-movement rungs (move, empty, move/S, flat) after the checks:
+// `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S after the checks:
 // the ladder over the decode grid that says which decode targets any structure can reach,
 // e.g. LADDER="rows_prepared 48 8 --floors; rows_prepared 96 8 --floors; …".
 //
@@ -39,6 +43,7 @@
 //        (or the CMake target rows_prepared: cmake -DKDA_BUILD_BENCHMARKS=ON, ninja rows_prepared)
 // Run:   ./rows_prepared [H B]   (default 96 256); on the device machine, built here and carried:
 //        BIN=.gpu/bin STAGES=ladder LADDER="rows_prepared 96 256" scripts/gpu_run.sh
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,6 +58,7 @@
 #include "../bench_cuda.h"
 #include "kda/cuda/item.cuh"
 
+namespace cg = cooperative_groups;
 namespace ptx = ::cuda::ptx;
 using kda::cuda::bulk_g2s;
 using kda::cuda::mbar_wait;
@@ -392,6 +398,114 @@ __global__ void __launch_bounds__(kThreads) move_split_kernel(const __grid_const
   }
 }
 
+/// `rows/S` (see the top): an item's 128 / S rows per CTA of a cluster of S (rank = the CTA's
+/// rank in it), every chunk of them in flight at once (as move/S), the item's prepared vectors
+/// copied by every rank, one delta-rule token per row and the gated RMSNorm. The norm's Σo²: each
+/// rank sums its rows' squares and stores the partial into every rank's shared memory (after a
+/// cluster barrier that says every rank has started), then every rank adds the S partials in
+/// rank order, so all ranks compute the same rn.
+template <int S>
+__global__ void __launch_bounds__(kThreads) rows_split_kernel(const __grid_constant__ Args a) {
+  constexpr int kRows = K / S, kCr = kRows < 32 ? kRows : 32, kNc = kRows / kCr, kRpw = kCr / 8;
+  constexpr int kG2 = 16 / kRpw;  // delta_rows: lanes 0–15 hold u, 16–31 o of row (lane − 16) / kG2
+  static_assert(kRpw >= 1 && kRpw * 8 == kCr, "rows per warp");
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kNc], prep_bar;
+  __shared__ float s_o[kRows], s_part[S];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x / S, b = item / a.H, h = item % a.H;
+  const int rank = S > 1 ? int(cg::this_cluster().block_rank()) : 0;
+  float* s_prep = reinterpret_cast<float*>(smem);
+  unsigned char* s_state = smem + kStateOff;
+  if (tid == 0) {
+    for (int c = 0; c < kNc; ++c) ptx::mbarrier_init(&full[c], 1);
+    ptx::mbarrier_init(&prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  if constexpr (S > 1) ptx::barrier_cluster_arrive(ptx::sem_relaxed);  // this rank has started
+  float* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile + int64_t(rank) * kRows * K;
+  if (tid == 0) {
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
+    bulk_g2s(s_prep, a.prep + int64_t(item) * kPrep, kPrepBytes, &prep_bar);
+    for (int c = 0; c < kNc; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kCr * K * 4);
+      bulk_g2s(s_state + c * kCr * K * 4, tile + c * kCr * K, kCr * K * 4, &full[c]);
+    }
+  }
+  float og = 0.f, nw = 0.f;
+  if (tid < kRows) {
+    const int v = rank * kRows + tid;
+    og = kda::sigmoidf_(kda::bf16_to_f32(a.og[int64_t(b) * a.H * K + h * K + v]));
+    nw = a.norm_w[v];
+  }
+  mbar_wait(&prep_bar, 0);
+  const float4 k4 = *reinterpret_cast<const float4*>(s_prep + 0 * K + lane * 4);
+  const float4 q4 = *reinterpret_cast<const float4*>(s_prep + 1 * K + lane * 4);
+  const float4 e4 = *reinterpret_cast<const float4*>(s_prep + 2 * K + lane * 4);
+  const float beta = s_prep[4 * K], kq = s_prep[4 * K + 1];
+  for (int c = 0; c < kNc; ++c) {
+    mbar_wait(&full[c], 0);
+    const int crow = c * kCr + warp * kRpw;  // the warp's first row within the CTA's rows
+    const float* st = reinterpret_cast<const float*>(s_state + c * kCr * K * 4) + warp * kRpw * K + lane * 4;
+    float4 S4[kRpw];
+#pragma unroll
+    for (int i = 0; i < kRpw; ++i) S4[i] = *reinterpret_cast<const float4*>(st + i * K);
+    float u, o;
+    kda::cuda::delta_rows<kRpw>(S4, k4, q4, e4, beta, kq, s_prep + 3 * K + rank * kRows + crow, lane, u, o);
+    if (lane >= 16 && lane % kG2 == 0) s_o[crow + (lane - 16) / kG2] = o;
+    kda::cuda::store_tile<float, kRpw>(tile + crow * K + lane * 4, S4);
+  }
+  __syncthreads();  // s_o complete
+  float ss = 0.f;
+  if constexpr (S > 1) {
+    if (warp == 0) {
+      for (int i = lane; i < kRows; i += 32) ss = fmaf(s_o[i], s_o[i], ss);
+      ss = kda::cuda::warp_sum(ss);
+      ptx::barrier_cluster_wait();  // every rank has started: remote stores are allowed
+      if (lane < S) cg::this_cluster().map_shared_rank(s_part, lane)[rank] = ss;
+    } else {
+      ptx::barrier_cluster_wait();
+    }
+    ptx::barrier_cluster_arrive(ptx::sem_release);
+    ptx::barrier_cluster_wait(ptx::sem_acquire);
+    ss = 0.f;
+#pragma unroll
+    for (int r = 0; r < S; ++r) ss += s_part[r];
+  } else {
+#pragma unroll
+    for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
+    ss = kda::cuda::warp_sum(ss);
+  }
+  if (tid < kRows) {
+    const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
+    a.out[int64_t(b) * a.H * K + h * K + rank * kRows + tid] = kda::f32_to_bf16(s_o[tid] * rn * nw * og);
+  }
+}
+
+/// launch_pdl with a cluster of `cluster` CTAs along x.
+template <class Args>
+void launch_pdl_cluster(void (*kernel)(Args), dim3 grid, int threads, size_t smem, int cluster, cudaStream_t s,
+                        const Args& args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[2]{};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = unsigned(cluster);
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 2;
+  CK(cudaLaunchKernelEx(&cfg, kernel, args));
+}
+
 /// `flat` (see the top): the state bytes of `move` without the per-item structure.
 struct FlatArgs {
   float* state;
@@ -538,9 +652,22 @@ int main(int argc, char** argv) {
                 H};
   };
 
+  // rows/S: the kernels, their shared memory (the prepared vectors, then every chunk of the rank's rows)
+  void (*const split_fns[])(Args) = {rows_split_kernel<1>, rows_split_kernel<2>, rows_split_kernel<4>,
+                                     rows_split_kernel<8>};
+  const int split_s[] = {1, 2, 4, 8};
+  const char* split_names[] = {"rows/1", "rows/2", "rows/4", "rows/8"};
+  auto split_smem = [](int S) { return kStateOff + (K / S) * K * 4; };
+  for (int f = 0; f < 4; ++f)
+    CK(cudaFuncSetAttribute(split_fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem(split_s[f])));
+  auto launch_split = [&](int f, int i, cudaStream_t s) {
+    const int S = split_s[f];
+    launch_pdl_cluster(split_fns[f], dim3(unsigned(items * S)), kThreads, size_t(split_smem(S)), S, s, args(i));
+  };
+
   int failed = 0;  // checks that failed: the exit status, after the timings
-  // ---- check `rows` on a sample of step 0's items against the CPU reference --------------
-  {
+  // ---- check `rows` and rows/S on a sample of step 0's items against the CPU reference ----
+  auto check_rows = [&](const char* name, auto&& launch) {
     const int sample = std::min(items, 64);
     std::vector<float> before(size_t(sample) * kTile), after(size_t(sample) * kTile);
     std::vector<int> picked(sample);
@@ -548,7 +675,7 @@ int main(int argc, char** argv) {
     auto tile_of = [&](int it) { return state + (int64_t(slots_h[it / H]) * H + it % H) * kTile; };
     for (int j = 0; j < sample; ++j)
       CK(cudaMemcpy(before.data() + size_t(j) * kTile, tile_of(picked[j]), kTile * 4, cudaMemcpyDeviceToHost));
-    rows_kernel<true><<<items, kThreads, kSmem>>>(args(0));
+    launch();
     CK(cudaDeviceSynchronize());
     std::vector<uint16_t> out_h(size_t(B) * D);
     CK(cudaMemcpy(out_h.data(), out, out_h.size() * 2, cudaMemcpyDeviceToHost));
@@ -568,10 +695,12 @@ int main(int argc, char** argv) {
         worst_o = std::max(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
       }
     }
-    std::printf("# check rows (%d items): state max |err| / 0.05 = %.2e, out max rel err = %.2e (bf16: < 1e-2) -> %s\n",
-                sample, worst_s, worst_o, worst_s < 1e-4 && worst_o < 1e-2 ? "PASS" : "FAIL");
+    std::printf("# check %s (%d items): state max |err| / 0.05 = %.2e, out max rel err = %.2e (bf16: < 1e-2) -> %s\n",
+                name, sample, worst_s, worst_o, worst_s < 1e-4 && worst_o < 1e-2 ? "PASS" : "FAIL");
     failed += !(worst_s < 1e-4 && worst_o < 1e-2);
-  }
+  };
+  check_rows("rows", [&] { rows_kernel<true><<<items, kThreads, kSmem>>>(args(0)); });
+  for (int f = 0; f < 4; ++f) check_rows(split_names[f], [&] { launch_split(f, 0, nullptr); });
 
   // ---- the prologue's inputs and weights; check `prep` on a sample of step 0's items -----
   std::vector<uint16_t> qkv_h(size_t(N) * B * 3 * D), fa_h(size_t(N) * B * K), beta_h(size_t(N) * B * H);
@@ -745,6 +874,7 @@ int main(int argc, char** argv) {
       rung(fnames[f], f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4,
            [&](int i) { launch_pdl(fns[f], dim3(unsigned(items * S)), kThreads, size_t(smem), st, args(i)); });
     }
+    for (int f = 0; f < 4; ++f) rung(split_names[f], row_bytes, [&](int i) { launch_split(f, i, st); });
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     rung("flat", double(items) * 2.0 * kTile * 4, [&](int i) {
