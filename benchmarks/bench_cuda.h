@@ -22,19 +22,25 @@
   } while (0)
 
 /// One launch of `kernel(args)` on `grid` CTAs of `threads` with programmatic dependent launch,
-/// as the library launches its step kernels (a grid may start while the previous one drains).
+/// as the library launches its step kernels (a grid may start while the previous one drains);
+/// `cluster` > 1: in clusters of that many CTAs along x.
 template <class Args>
-void launch_pdl(void (*kernel)(Args), dim3 grid, int threads, size_t smem, cudaStream_t s, const Args& args) {
+void launch_pdl(void (*kernel)(Args), dim3 grid, int threads, size_t smem, cudaStream_t s, const Args& args,
+                int cluster = 1) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(unsigned(threads));
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr[2]{};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = unsigned(cluster);
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = cluster > 1 ? 2 : 1;
   CK(cudaLaunchKernelEx(&cfg, kernel, args));
 }
 

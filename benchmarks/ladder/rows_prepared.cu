@@ -485,27 +485,6 @@ __global__ void __launch_bounds__(kThreads) rows_split_kernel(const __grid_const
   }
 }
 
-/// launch_pdl with a cluster of `cluster` CTAs along x.
-template <class Args>
-void launch_pdl_cluster(void (*kernel)(Args), dim3 grid, int threads, size_t smem, int cluster, cudaStream_t s,
-                        const Args& args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[2]{};
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = unsigned(cluster);
-  attr[1].val.clusterDim.y = 1;
-  attr[1].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 2;
-  CK(cudaLaunchKernelEx(&cfg, kernel, args));
-}
-
 /// `flat` (see the top): the state bytes of `move` without the per-item structure.
 struct FlatArgs {
   float* state;
@@ -662,7 +641,7 @@ int main(int argc, char** argv) {
     CK(cudaFuncSetAttribute(split_fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem(split_s[f])));
   auto launch_split = [&](int f, int i, cudaStream_t s) {
     const int S = split_s[f];
-    launch_pdl_cluster(split_fns[f], dim3(unsigned(items * S)), kThreads, size_t(split_smem(S)), S, s, args(i));
+    launch_pdl(split_fns[f], dim3(unsigned(items * S)), kThreads, size_t(split_smem(S)), s, args(i), S);
   };
 
   int failed = 0;  // checks that failed: the exit status, after the timings
