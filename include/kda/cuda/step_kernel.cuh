@@ -29,11 +29,12 @@
 // the conv of all 256 q/k channels itself (cheap next to its state rows; its four conv warps run
 // side by side); the 128 gates too, except at q = 1 in gate mode 0, where each rank computes a
 // slice from F_B and stores it into every rank (NOTES: the shared gate). The RMSNorm needs the
-// ranks' partial Σo². The q/k window columns and the record k/g rows (shared by the ranks) are
-// written by rank 0 after the last cluster barrier, when every rank has read the old window and
-// its staged records. Cluster barriers: an arrive at entry and a wait before the first remote
-// write (every CTA has started: before the shared gate's stores, else before the Σo² exchange),
-// one arrive/wait after the Σo² exchange; the shared gate completes on a local mbarrier.
+// ranks' partial Σo², which each rank stores into every rank by st.async (NOTES: the norm
+// exchange). The q/k window columns and the record k/g rows (shared by the ranks) are written by
+// rank 0 once every rank's partials have landed, when every rank has read the old window and its
+// staged records. One cluster barrier: an arrive at entry and a wait before the first remote
+// write (every CTA has started: before the shared gate's stores, else before the Σo² exchange);
+// the shared gate and the partials complete on local mbarriers.
 //
 // Programmatic dependent launch: before cudaGridDependencySynchronize() only weights are
 // touched (the mbarrier init, the thread's F_B slice or its L2 prefetch, A_log, dt_bias and
@@ -43,7 +44,6 @@
 // (NOTES: the late wait).
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cuda/ptx>
@@ -62,8 +62,6 @@
 #endif
 
 namespace kda::cuda {
-
-namespace cg = cooperative_groups;
 
 /// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, Q tokens per request
 /// (1: decode / append, whose shared-memory offsets are then constants and whose token
@@ -189,17 +187,6 @@ __device__ __forceinline__ void store_all_ranks_async(float* local, int i, float
   }
 }
 
-template <int SPLIT>
-__device__ __forceinline__ void store_all_ranks(float* local, int i, float v) {
-  if constexpr (SPLIT == 1) {
-    local[i] = v;
-  } else {
-    cg::cluster_group cluster = cg::this_cluster();
-#pragma unroll
-    for (int r = 0; r < SPLIT; ++r) cluster.map_shared_rank(local, r)[i] = v;
-  }
-}
-
 /// 1/|y_q|, 1/|y_k| and y_q·y_k of token t from the four warps' partial sums (fixed order,
 /// so every thread computes the same bits).
 struct TokenNorms {
@@ -228,6 +215,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   __shared__ uint64_t full[cuda_config::kStepMaxStages];    // chunk stages
   __shared__ uint64_t rec_full;                             // staged records
   __shared__ uint64_t gate_full;                            // the shared gate's 128 values (T::kSharedGate)
+  __shared__ uint64_t norm_full;                            // Split: the ranks' Σo² partials
   __shared__ uint64_t folded[cuda_config::kStepMaxStages];  // fold warps: the chunk's records folded in
 
   const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
@@ -318,6 +306,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::mbarrier_init(&rec_full, 1);
     if constexpr (T::kSharedGate) ptx::mbarrier_init(&gate_full, 1);
+    if constexpr (SPLIT > 1) ptx::mbarrier_init(&norm_full, 1);
     if constexpr (T::kFoldWarps > 0)
       for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&folded[s], 32 * T::kFoldWarps);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
@@ -354,6 +343,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const int npend = folds && run ? r.pending : 0;
   if (share_gate && tid == 0 && run)
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &gate_full, uint32_t(K) * 4);
+  if (SPLIT > 1 && tid == 0 && run)  // q partials from each of the SPLIT ranks
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &norm_full,
+                                   uint32_t(q * SPLIT) * 4);
   if (tid == 0 && run) {
     const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
                       int64_t(rank) * NCH * L.stage_bytes();
@@ -1109,16 +1101,25 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   // ---- gated RMSNorm -> bf16 out ------------------------------------------------------------
   sync_main();  // s_o complete
+  // NOTES: the norm exchange. Each rank stores its q partials Σo² into every rank by st.async,
+  // completing on the receiver's norm_full, and waits on its own. It replaced a cluster barrier
+  // after the exchange, whose arrive (release at cluster scope: MEMBAR.ALL.GPU in the SASS) made
+  // each rank wait until the state rows it had just stored were acknowledged, a store round trip
+  // on every Split item's chain: decode at one request 4–6% faster (H = 12…64: 4.47 → 4.25 µs at
+  // H = 12, 6.09 → 5.85 at H = 48), append 1–2% (docs/data/ladder_s39/run3, rung na). Rank 0's
+  // writes of the shared window columns and record rows, and its arrival on pending[row], still
+  // follow every rank's reads of them: a rank's partials are computed from its conv of the old
+  // window, its staged records and its fold count, so they cannot be sent before those reads
+  // have returned.
   if constexpr (SPLIT > 1) {
     if (!share_gate) ptx::barrier_cluster_wait();  // every rank has started: remote writes are allowed
     for (int t = warp; t < q; t += T::kWarps) {
       float ss = 0.f;
       for (int i = lane; i < RC; i += 32) ss = fmaf(s_o[t * RC + i], s_o[t * RC + i], ss);
       ss = warp_sum(ss);
-      if (lane == 0) store_all_ranks<SPLIT>(s_red, t * SPLIT + rank, ss);
+      if (lane == 0) store_all_ranks_async<SPLIT>(s_red, t * SPLIT + rank, ss, &norm_full);
     }
-    ptx::barrier_cluster_arrive(ptx::sem_release);
-    ptx::barrier_cluster_wait(ptx::sem_acquire);
+    mbar_wait(&norm_full, 0);
   }
   for (int i = tid; i < q * RC; i += NT) {
     const int t = i / RC, v = rank * RC + i % RC;
@@ -1146,7 +1147,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   }
   if constexpr (SPLIT > 1) {
     if (rank == 0) {
-      // every rank has read the old window and its staged records (the barrier above)
+      // every rank has read the old window and its staged records (its partials have landed)
       for (int i = tid; i < 2 * K * WC; i += NT) {
         const int lc = i / WC, jj = i % WC;
         conv_store(p, r.win_out, int64_t(lc / K) * D + h * K + lc % K, jj, s_win[i]);
@@ -1155,7 +1156,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     }
   }
   // fused / append: the last of the request's H items to get here owns pending[row] (every
-  // item has read it: this CTA in its resolve, the cluster's ranks before the barrier above)
+  // item has read it: this CTA in its resolve, the cluster's ranks before sending their partials)
   if (folds && rank == 0 && tid == 0 && arrive_last(p.arrivals, r.row, H))
     p.pending[r.row * p.pending_stride] = mode == StepMode::kFused ? 0 : pos0 + 1;
 }
