@@ -24,11 +24,17 @@
 //          flight at once, and the RMSNorm's Σo² summed across the cluster: a step whose
 //          prologue costs nothing, so at one request the floor of any structure that splits an
 //          item's rows and computes its prologue in the step; checked against the CPU reference
+//   rowsa/S rows/S with the partials exchanged by st.async onto each rank's mbarrier instead of a
+//          cluster barrier after the state's stores (checked against the CPU reference)
+//   movec/S move/S launched as clusters of S (timing only): what the cluster launch itself costs
+//   rows-/S rows/S without the norm's exchange and without a cluster (each rank normalises by its
+//          own rows; timing only): what the row work costs with no cross-CTA step at all
 //   flat   the state only, with no per-item structure: eight CTAs per SM walk every item's tile
 //          in order with 16-byte loads and stores (four in flight per thread). No structure of
 //          the step moves its state faster, so a target below `flat` is out of reach
 //
-// `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S after the checks:
+// `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S, rowsa/S,
+// movec/S, rows-/S after the checks:
 // the ladder over the decode grid that says which decode targets any structure can reach,
 // e.g. LADDER="rows_prepared 48 8 --floors; rows_prepared 96 8 --floors; …".
 //
@@ -404,28 +410,39 @@ __global__ void __launch_bounds__(kThreads) move_split_kernel(const __grid_const
 /// rank sums its rows' squares and stores the partial into every rank's shared memory (after a
 /// cluster barrier that says every rank has started), then every rank adds the S partials in
 /// rank order, so all ranks compute the same rn.
-template <int S>
+/// kExch, how the partials travel: 0 (`rows/S`) the stores above, then a cluster barrier
+/// (arrive.release, wait.acquire); 2 (`rowsa/S`) one st.async per destination rank (lane r of
+/// warp 0 to rank r), completing on the receiver's local mbarrier, which expects S·4 bytes: no
+/// barrier after the exchange, so no release that would order the state's global stores before
+/// it; 1 (`rows-/S`, timing only, launched without a cluster) none: each rank normalises by its
+/// own rows' Σo², what the row work costs with no cross-CTA step at all.
+template <int S, int kExch = 0>
 __global__ void __launch_bounds__(kThreads) rows_split_kernel(const __grid_constant__ Args a) {
   constexpr int kRows = K / S, kCr = kRows < 32 ? kRows : 32, kNc = kRows / kCr, kRpw = kCr / 8;
   constexpr int kG2 = 16 / kRpw;  // delta_rows: lanes 0–15 hold u, 16–31 o of row (lane − 16) / kG2
   static_assert(kRpw >= 1 && kRpw * 8 == kCr, "rows per warp");
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t full[kNc], prep_bar;
+  constexpr bool kNorm = kExch != 1;
+  __shared__ uint64_t full[kNc], prep_bar, red_bar;
   __shared__ float s_o[kRows], s_part[S];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int item = blockIdx.x / S, b = item / a.H, h = item % a.H;
-  const int rank = S > 1 ? int(cg::this_cluster().block_rank()) : 0;
+  const int rank = S == 1 ? 0 : kNorm ? int(cg::this_cluster().block_rank()) : int(blockIdx.x % S);
   float* s_prep = reinterpret_cast<float*>(smem);
   unsigned char* s_state = smem + kStateOff;
   if (tid == 0) {
     for (int c = 0; c < kNc; ++c) ptx::mbarrier_init(&full[c], 1);
     ptx::mbarrier_init(&prep_bar, 1);
+    if constexpr (kExch == 2) ptx::mbarrier_init(&red_bar, 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+    // the S partials' bytes; a remote complete_tx may come before or after this arrival
+    if constexpr (kExch == 2)
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &red_bar, S * 4);
   }
   __syncthreads();
   cudaTriggerProgrammaticLaunchCompletion();
   cudaGridDependencySynchronize();
-  if constexpr (S > 1) ptx::barrier_cluster_arrive(ptx::sem_relaxed);  // this rank has started
+  if constexpr (S > 1 && kNorm) ptx::barrier_cluster_arrive(ptx::sem_relaxed);  // this rank has started
   float* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile + int64_t(rank) * kRows * K;
   if (tid == 0) {
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
@@ -460,7 +477,30 @@ __global__ void __launch_bounds__(kThreads) rows_split_kernel(const __grid_const
   }
   __syncthreads();  // s_o complete
   float ss = 0.f;
-  if constexpr (S > 1) {
+  if constexpr (S > 1 && !kNorm) {
+    for (int i = lane; i < kRows; i += 32) ss = fmaf(s_o[i], s_o[i], ss);
+    ss = kda::cuda::warp_sum(ss) * float(S);
+  } else if constexpr (S > 1 && kExch == 2) {
+    if (warp == 0) {
+      for (int i = lane; i < kRows; i += 32) ss = fmaf(s_o[i], s_o[i], ss);
+      ss = kda::cuda::warp_sum(ss);
+    }
+    ptx::barrier_cluster_wait();  // every rank has started: its red_bar is initialised
+    if (warp == 0 && lane < S) {
+      uint32_t d, dm;
+      const uint32_t a = uint32_t(__cvta_generic_to_shared(s_part + rank));
+      const uint32_t m = uint32_t(__cvta_generic_to_shared(&red_bar));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(lane));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dm) : "r"(m), "r"(lane));
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(d),
+                   "r"(__float_as_uint(ss)), "r"(dm)
+                   : "memory");
+    }
+    mbar_wait(&red_bar, 0);
+    ss = 0.f;
+#pragma unroll
+    for (int r = 0; r < S; ++r) ss += s_part[r];
+  } else if constexpr (S > 1) {
     if (warp == 0) {
       for (int i = lane; i < kRows; i += 32) ss = fmaf(s_o[i], s_o[i], ss);
       ss = kda::cuda::warp_sum(ss);
@@ -632,12 +672,14 @@ int main(int argc, char** argv) {
   };
 
   // rows/S: the kernels, their shared memory (the prepared vectors, then every chunk of the rank's rows)
-  void (*const split_fns[])(Args) = {rows_split_kernel<1>, rows_split_kernel<2>, rows_split_kernel<4>,
-                                     rows_split_kernel<8>};
-  const int split_s[] = {1, 2, 4, 8};
-  const char* split_names[] = {"rows/1", "rows/2", "rows/4", "rows/8"};
+  void (*const split_fns[])(Args) = {rows_split_kernel<1>,   rows_split_kernel<2>,    rows_split_kernel<4>,
+                                     rows_split_kernel<8>,   rows_split_kernel<2, 2>, rows_split_kernel<4, 2>,
+                                     rows_split_kernel<8, 2>};
+  constexpr int kSplitFns = 7;
+  const int split_s[] = {1, 2, 4, 8, 2, 4, 8};
+  const char* split_names[] = {"rows/1", "rows/2", "rows/4", "rows/8", "rowsa/2", "rowsa/4", "rowsa/8"};
   auto split_smem = [](int S) { return kStateOff + (K / S) * K * 4; };
-  for (int f = 0; f < 4; ++f)
+  for (int f = 0; f < kSplitFns; ++f)
     CK(cudaFuncSetAttribute(split_fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem(split_s[f])));
   auto launch_split = [&](int f, int i, cudaStream_t s) {
     const int S = split_s[f];
@@ -679,7 +721,7 @@ int main(int argc, char** argv) {
     failed += !(worst_s < 1e-4 && worst_o < 1e-2);
   };
   check_rows("rows", [&] { rows_kernel<true><<<items, kThreads, kSmem>>>(args(0)); });
-  for (int f = 0; f < 4; ++f) check_rows(split_names[f], [&] { launch_split(f, 0, nullptr); });
+  for (int f = 0; f < kSplitFns; ++f) check_rows(split_names[f], [&] { launch_split(f, 0, nullptr); });
 
   // ---- the prologue's inputs and weights; check `prep` on a sample of step 0's items -----
   std::vector<uint16_t> qkv_h(size_t(N) * B * 3 * D), fa_h(size_t(N) * B * K), beta_h(size_t(N) * B * H);
@@ -853,7 +895,24 @@ int main(int argc, char** argv) {
       rung(fnames[f], f == 0 ? 0.0 : double(items) * 2.0 * kTile * 4,
            [&](int i) { launch_pdl(fns[f], dim3(unsigned(items * S)), kThreads, size_t(smem), st, args(i)); });
     }
-    for (int f = 0; f < 4; ++f) rung(split_names[f], row_bytes, [&](int i) { launch_split(f, i, st); });
+    for (int f = 0; f < kSplitFns; ++f) rung(split_names[f], row_bytes, [&](int i) { launch_split(f, i, st); });
+    for (int f = 2; f < 5; ++f) {  // movec/S
+      const int S = splits[f];
+      static const char* cnames[] = {"", "", "movec/2", "movec/4", "movec/8"};
+      rung(cnames[f], double(items) * 2.0 * kTile * 4, [&](int i) {
+        launch_pdl(fns[f], dim3(unsigned(items * S)), kThreads, size_t((K / S) * K * 4), st, args(i), S);
+      });
+    }
+    // rows-/S: the same without the norm's exchange and without a cluster (timing only)
+    void (*const nn_fns[])(Args) = {rows_split_kernel<2, 1>, rows_split_kernel<4, 1>, rows_split_kernel<8, 1>};
+    const char* nn_names[] = {"rows-/2", "rows-/4", "rows-/8"};
+    for (int f = 0; f < 3; ++f) {
+      const int S = split_s[f + 1];
+      CK(cudaFuncSetAttribute(nn_fns[f], cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem(S)));
+      rung(nn_names[f], row_bytes, [&](int i) {
+        launch_pdl(nn_fns[f], dim3(unsigned(items * S)), kThreads, size_t(split_smem(S)), st, args(i));
+      });
+    }
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     rung("flat", double(items) * 2.0 * kTile * 4, [&](int i) {
