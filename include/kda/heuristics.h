@@ -83,7 +83,18 @@ inline constexpr AutoRule kVerifyQ4Rules[] = {
 #define KDA_MAX_SPLIT 8
 #endif
 inline constexpr int kMaxSplit = KDA_MAX_SPLIT;
-inline constexpr int64_t kSplitClusterMaxCtas = 96;
+/// KDA_SPLIT_CTAS_PER_SM, KDA_SPLIT_CLUSTER_MAX_CTAS: the ladder's knobs (the CTAs per SM a
+/// split may take, the cluster bound above). Up to three per SM and 400 CTAs lost again with the
+/// norm exchange by st.async (decode at one request, gate mode 0: H = 16 7.79 µs against 4.21,
+/// H = 48 9.43 against 5.85; docs/data/ladder_s39/run3, rungs na3 and sp3).
+#ifndef KDA_SPLIT_CTAS_PER_SM
+#define KDA_SPLIT_CTAS_PER_SM 1
+#endif
+#ifndef KDA_SPLIT_CLUSTER_MAX_CTAS
+#define KDA_SPLIT_CLUSTER_MAX_CTAS 96
+#endif
+inline constexpr int kSplitCtasPerSm = KDA_SPLIT_CTAS_PER_SM;
+inline constexpr int64_t kSplitClusterMaxCtas = KDA_SPLIT_CLUSTER_MAX_CTAS;
 
 /// Split / Wide: the occupancy the kernel is laid out for. A CTA streams its rows through
 /// `stages` shared-memory stages; more CTAs per SM hide more of each item's dependent phases,

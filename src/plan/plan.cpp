@@ -184,7 +184,7 @@ std::string Plan::describe() const {
 
 int choose_split(int64_t items, int sms) {
   int s = 1;
-  while (s < heuristics::kMaxSplit && items * s * 2 <= sms &&
+  while (s < heuristics::kMaxSplit && items * s * 2 <= int64_t(sms) * heuristics::kSplitCtasPerSm &&
          (s * 2 < 4 || items * s * 2 <= heuristics::kSplitClusterMaxCtas))
     s *= 2;
   return s;
