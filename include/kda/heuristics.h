@@ -86,7 +86,9 @@ inline constexpr int kMaxSplit = KDA_MAX_SPLIT;
 /// KDA_SPLIT_CTAS_PER_SM, KDA_SPLIT_CLUSTER_MAX_CTAS: the ladder's knobs (the CTAs per SM a
 /// split may take, the cluster bound above). Up to three per SM and 400 CTAs lost again with the
 /// norm exchange by st.async (decode at one request, gate mode 0: H = 16 7.79 µs against 4.21,
-/// H = 48 9.43 against 5.85; docs/data/ladder_s39/run3, rungs na3 and sp3).
+/// H = 48 9.43 against 5.85; docs/data/ladder_s39/run3, rungs na3 and sp3), and without the spread
+/// padding too (KDA_STEP_SPREAD_CTAS_PER_SM=0: H = 16 5.20 against 4.22, H = 48 6.44 against 5.91;
+/// ladder_s39/run8, s8n).
 #ifndef KDA_SPLIT_CTAS_PER_SM
 #define KDA_SPLIT_CTAS_PER_SM 1
 #endif
