@@ -880,7 +880,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     sync_main();
   }
 
-  // ---- records out: k_t, g_t (rank 0; SPLIT > 1 after the last cluster barrier) -------------
+  // ---- records out: k_t, g_t (rank 0; SPLIT > 1 once every rank's partials have landed) ---
   const bool full_row = mode == StepMode::kAppend && npend == p.Qr;         // fold, write back, new row
   const int pos0 = mode == StepMode::kAppend ? (full_row ? 0 : npend) : 0;  // record of token 0
   auto write_key_gate = [&] {
