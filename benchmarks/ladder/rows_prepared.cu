@@ -486,16 +486,7 @@ __global__ void __launch_bounds__(kThreads) rows_split_kernel(const __grid_const
       ss = kda::cuda::warp_sum(ss);
     }
     ptx::barrier_cluster_wait();  // every rank has started: its red_bar is initialised
-    if (warp == 0 && lane < S) {
-      uint32_t d, dm;
-      const uint32_t a = uint32_t(__cvta_generic_to_shared(s_part + rank));
-      const uint32_t m = uint32_t(__cvta_generic_to_shared(&red_bar));
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(lane));
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dm) : "r"(m), "r"(lane));
-      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(d),
-                   "r"(__float_as_uint(ss)), "r"(dm)
-                   : "memory");
-    }
+    if (warp == 0 && lane < S) kda::cuda::store_rank_async(s_part, rank, ss, &red_bar, uint32_t(lane));
     mbar_wait(&red_bar, 0);
     ss = 0.f;
 #pragma unroll

@@ -203,4 +203,23 @@ __device__ __forceinline__ bool arrive_last(int32_t* arrivals, int64_t row, int 
   return false;
 }
 
+// ---- distributed shared memory -------------------------------------------------------------
+/// v into element i of `local` in the shared memory of cluster rank `rank` by st.async, the
+/// store completing its 4 bytes on that rank's `bar` (32-bit shared::cluster addresses, one
+/// mapa each). NOTES: inline PTX, not libcu++'s `cuda::ptx::st_async` on cooperative groups'
+/// 64-bit `map_shared_rank` addresses: that form converts each generic address back to a
+/// shared one (about 110 more instructions in Split 8 at q = 1) and ran the shared-gate steps
+/// 1.2–1.9% slower at one request (H = 12, 24 decode, q = 1 record / fused, append;
+/// docs/data/ladder_s30/run1, sta).
+__device__ __forceinline__ void store_rank_async(float* local, int i, float v, uint64_t* bar, uint32_t rank) {
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(local + i));
+  const uint32_t m = uint32_t(__cvta_generic_to_shared(bar));
+  uint32_t d, dm;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dm) : "r"(m), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(d),
+               "r"(__float_as_uint(v)), "r"(dm)
+               : "memory");
+}
+
 }  // namespace kda::cuda

@@ -167,24 +167,11 @@ struct StepTraits {
 };
 
 /// v into element i of `local` in every rank's shared memory by st.async, each store completing
-/// its 4 bytes on `bar` of the receiving rank (32-bit shared::cluster addresses, one mapa each).
-/// NOTES: inline PTX, not libcu++'s `cuda::ptx::st_async` on cooperative groups' 64-bit
-/// `map_shared_rank` addresses: that form converts each generic address back to a shared one
-/// (about 110 more instructions in Split 8 at q = 1) and ran the shared-gate steps 1.2–1.9% slower
-/// at one request (H = 12, 24 decode, q = 1 record / fused, append; docs/data/ladder_s30/run1, sta).
+/// its 4 bytes on `bar` of the receiving rank (store_rank_async).
 template <int SPLIT>
 __device__ __forceinline__ void store_all_ranks_async(float* local, int i, float v, uint64_t* bar) {
-  const uint32_t a = uint32_t(__cvta_generic_to_shared(local + i));
-  const uint32_t m = uint32_t(__cvta_generic_to_shared(bar));
 #pragma unroll
-  for (int r = 0; r < SPLIT; ++r) {
-    uint32_t d, dm;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(r));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dm) : "r"(m), "r"(r));
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(d),
-                 "r"(__float_as_uint(v)), "r"(dm)
-                 : "memory");
-  }
+  for (int r = 0; r < SPLIT; ++r) store_rank_async(local, i, v, bar, uint32_t(r));
 }
 
 /// 1/|y_q|, 1/|y_k| and y_q·y_k of token t from the four warps' partial sums (fixed order,
