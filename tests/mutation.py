@@ -54,6 +54,13 @@ MUTATIONS = [
      [("if (!is_pad_id(dst, p.null_slot)) state_store(", "if (dst >= 0) state_store(")]),
     ("commit-one-short", "commit folds one record fewer than asked",
      [("c.row, h, c.count);", "c.row, h, c.count - 1);")]),
+    ("append-full-not-written", "an append step on a full row folds it but does not write the state back",
+     [("if (mode == StepMode::kFused || append_full) {", "if (mode == StepMode::kFused) {")]),
+    ("append-pending-kept", "an append step does not advance pending",
+     [("if (mode == StepMode::kAppend) p.pending[r.row * p.pending_stride] = pos0 + 1;",
+       "if (mode == StepMode::kAppend) p.pending[r.row * p.pending_stride] = pos0;")]),
+    ("append-fold-one-short", "an append step's running copy folds one pending record fewer",
+     [("p.Qr, r.row, h, r.pending);", "p.Qr, r.row, h, mode == StepMode::kAppend ? r.pending - 1 : r.pending);")]),
 ]
 
 
