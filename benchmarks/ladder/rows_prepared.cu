@@ -32,6 +32,24 @@
 //   flat   the state only, with no per-item structure: eight CTAs per SM walk every item's tile
 //          in order with 16-byte loads and stores (four in flight per thread). No structure of
 //          the step moves its state faster, so a target below `flat` is out of reach
+//   arows/Qr an append cycle's row loop with its prologue done (issue "Append decode"): Qr steps
+//          from a full row, step 0 folding the Qr pending records, writing the checkpoint back
+//          and running its token, step j > 0 folding j records into a running copy that is not
+//          written; the records staged by bulk copy beside the prepared vectors, g -> e, the fold
+//          and the token per row (the step kernel's arithmetic), the token's record written, the
+//          gated RMSNorm. Six CTAs per SM and one stage at Qr = 8, four at Qr = 16 (the step's
+//          layouts); arows4/8: four and two stages. Checked against the CPU reference
+//   amove/Qr the same bytes without the arithmetic: what moving an append cycle's data costs
+//   frowsC/q4 a fused verify step's row loop with its prologue done (issue "Verify steps at decode
+//          speed"): the q = 4 pending records staged beside the four tokens' prepared vectors, per
+//          chunk the fold, the committed rows stored to the checkpoint, then the four delta-rule
+//          tokens (record mode: the state not written after them), each token's record (u of
+//          every row, k | g) and bf16(o) written (no RMSNorm, as rows/q4). C CTAs per SM: 5 (one
+//          stage), 4 (two), 2 (every chunk in flight). Checked against the CPU reference
+//   fmove/q4 the same bytes without the arithmetic (two CTAs per SM, every chunk in flight)
+//
+// `--append` runs only the append rungs (Qr = 8 and 16) after their checks; `--fused` only the
+// fused rungs.
 //
 // `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S, rowsa/S,
 // movec/S, rows-/S after the checks:
@@ -197,23 +215,24 @@ struct Args {
 };
 
 /// The chunk pipeline of the row kernels (the step kernel's): waits for chunk c, reads the
-/// warp's kRPW rows of it into S, and hands the stage to chunk c + kStages (loads performed,
+/// warp's kRPW rows of it into S, and hands the stage to chunk c + kSt (loads performed,
 /// proxies fenced, then the barrier) when there is one.
+template <int kSt = kStages>
 __device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_state, uint64_t* full, const float* tile,
                                          int c, int tid, int warp, int lane) {
-  const int s = c % kStages;
-  mbar_wait(&full[s], uint32_t(c / kStages) & 1u);
+  const int s = c % kSt;
+  mbar_wait(&full[s], uint32_t(c / kSt) & 1u);
   const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
 #pragma unroll
   for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
-  if (c + kStages < kChunks) {
+  if (c + kSt < kChunks) {
 #pragma unroll
     for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
     ptx::fence_proxy_async(ptx::space_shared);
     __syncthreads();
     if (tid == 0) {
       ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
-      bulk_g2s(s_state + s * kStageBytes, tile + (c + kStages) * kChunk * K, kStageBytes, &full[s]);
+      bulk_g2s(s_state + s * kStageBytes, tile + (c + kSt) * kChunk * K, kStageBytes, &full[s]);
     }
   }
 }
@@ -516,6 +535,141 @@ __global__ void __launch_bounds__(kThreads) rows_split_kernel(const __grid_const
   }
 }
 
+/// `arows`, `amove` (Q = 1) and `frows`, `fmove` (Q = 4) (see the top): a step that folds the
+/// item's pending records with its prologue done — an append step at one position of its cycle,
+/// or a fused verify step of Q tokens. The records row of an item is its checkpoint slot's (SPEC
+/// §4's default), R records a row. Per item: one barrier for the Q prepared vectors and the
+/// `npend` pending records (bulk copies), kSt stages of 32-row chunks; per chunk the fold, the
+/// committed rows stored to the checkpoint where `write_back` (a full append row, every fused
+/// step), then the Q delta-rule tokens (the state not written after them); each token's record
+/// (u of every row, k | g) at position pos0 + t of the row. Q = 1: the gated RMSNorm output (the
+/// append step's); Q > 1: bf16(o) per token, no norm (as rows/q4). The new records overwrite
+/// staged ones only after the staging barrier.
+struct ArgsR {
+  float* state;          // [slots, H, V, K] the checkpoints
+  const int32_t* slots;  // [B] of this step
+  const float* prep;     // [B·H, Q, kPrep] of this step
+  float* rec_u;          // [slots, H, R, K] the records' u
+  float* rec_kg;         // [slots, H, R, 2K] the records' k | g
+  const uint16_t* og;    // [B, D] out-gate input (bf16; Q = 1)
+  const float* norm_w;   // [K] (Q = 1)
+  uint16_t* out;         // Q = 1: [B, D]; Q > 1: [B·H, Q, K] bf16
+  int H, R, npend, pos0, write_back;
+};
+
+/// Shared memory of a staged-records rung: Q prepared vectors | records u [R][K] | k, g [R][2K],
+/// then the stages.
+__host__ __device__ constexpr int staged_state_off(int Q, int R) {
+  return (Q * kPrepBytes + R * 3 * K * 4 + 127) / 128 * 128;
+}
+
+template <int Q, bool kMath, int kCtas, int kSt>
+__global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __grid_constant__ ArgsR a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kSt], prep_bar;
+  __shared__ float s_o[K];
+  constexpr int G2 = 16 / kRPW;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x, b = item / a.H, h = item % a.H;
+  const int np = a.npend, pos0 = a.pos0;
+  float* s_prep = reinterpret_cast<float*>(smem);
+  float* s_recu = s_prep + Q * kPrep;
+  float* s_reckg = s_recu + a.R * K;
+  unsigned char* s_state = smem + staged_state_off(Q, a.R);
+  if (tid == 0) {
+    for (int s = 0; s < kSt; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(&prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  const int64_t row = int64_t(a.slots[b]) * a.H + h;  // the item's checkpoint and records row
+  float* tile = a.state + row * kTile;
+  float* ru = a.rec_u + row * a.R * K;
+  float* rkg = a.rec_kg + row * a.R * 2 * K;
+  if (tid == 0) {
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar,
+                                   uint32_t(Q * kPrepBytes + np * 3 * K * 4));
+    bulk_g2s(s_prep, a.prep + int64_t(item) * Q * kPrep, Q * kPrepBytes, &prep_bar);
+    if (np > 0) {
+      bulk_g2s(s_recu, ru, uint32_t(np * K * 4), &prep_bar);
+      bulk_g2s(s_reckg, rkg, uint32_t(np * 2 * K * 4), &prep_bar);
+    }
+    for (int c = 0; c < kSt; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
+      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
+    }
+  }
+  mbar_wait(&prep_bar, 0);
+  if (kMath) {
+    for (int i = tid; i < np * K; i += kThreads) {  // the records' g -> e = exp(g), in place
+      float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+      *gp = kda::decay_of(*gp);
+    }
+  }
+  __syncthreads();  // the decays; every staged record in before any is overwritten
+  // the tokens' records k | g (the prepared k̂ and, standing in for g, e: the step's bytes)
+  for (int i = tid; i < Q * 64; i += kThreads) {
+    const int t = i / 64, j = i % 64;
+    const float4 v = *reinterpret_cast<const float4*>(s_prep + t * kPrep + (j < 32 ? 0 : 2 * K) + (j & 31) * 4);
+    *reinterpret_cast<float4*>(rkg + (pos0 + t) * 2 * K + j * 4) = v;
+  }
+  const int urow = lane / G2;
+  const bool writer = lane % G2 == 0;
+#pragma unroll 1
+  for (int c = 0; c < kChunks; ++c) {
+    const int crow = c * kChunk + warp * kRPW;
+    float4 S[kRPW];
+    chunk_in<kSt>(S, s_state, full, tile, c, tid, warp, lane);
+    if (kMath) {
+#pragma unroll 1
+      for (int pp = 0; pp < np; ++pp) {
+        const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
+        const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
+        kda::cuda::fold_record_e<kRPW>(S, s_recu + pp * K + crow, kk, ee);
+      }
+    } else if (a.write_back) {
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) S[i].x *= 0.999f, S[i].y *= 0.999f, S[i].z *= 0.999f, S[i].w *= 0.999f;
+    }
+    if (a.write_back) kda::cuda::store_tile<float, kRPW>(tile + crow * K + lane * 4, S);
+#pragma unroll 1
+    for (int t = 0; t < Q; ++t) {
+      const float* pt = s_prep + t * kPrep;
+      float u = S[0].x, o = S[0].y;
+      if (kMath) {  // the token vectors read per chunk (the six-CTA step kernel's lean form)
+        const float4 k4 = *reinterpret_cast<const float4*>(pt + 0 * K + lane * 4);
+        const float4 q4 = *reinterpret_cast<const float4*>(pt + 1 * K + lane * 4);
+        const float4 e4 = *reinterpret_cast<const float4*>(pt + 2 * K + lane * 4);
+        kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, pt[4 * K], pt[4 * K + 1], pt + 3 * K + crow, lane, u, o);
+      }
+      if (writer) {
+        if (lane < 16)
+          ru[(pos0 + t) * K + crow + urow] = u;
+        else if (Q == 1)
+          s_o[crow + urow - kRPW] = o;
+        else
+          a.out[(int64_t(item) * Q + t) * K + crow + urow - kRPW] = kda::f32_to_bf16(o);
+      }
+    }
+  }
+  if (Q == 1 && kMath) {
+    __syncthreads();  // s_o complete
+    if (tid < K) {
+      float ss = 0.f;
+#pragma unroll
+      for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
+      ss = kda::cuda::warp_sum(ss);
+      // (the out gate and norm weight loaded here, as the six-CTA step kernel does: before the
+      // loop they are live across it, and this kernel spilled at 40 registers)
+      const float og = kda::sigmoidf_(kda::bf16_to_f32(a.og[int64_t(b) * a.H * K + h * K + tid]));
+      const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
+      a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * a.norm_w[tid] * og);
+    }
+  }
+}
+
 /// `flat` (see the top): the state bytes of `move` without the per-item structure.
 struct FlatArgs {
   float* state;
@@ -550,11 +704,11 @@ __global__ void __launch_bounds__(kThreads) flat_kernel(const __grid_constant__ 
   }
 }
 
-// ---- CPU reference of `rows` for one item (fp32, the kernel's operation order per row) ----
-void ref_item(const float* S0, const float* p, const float og_in, const float* nw, float* S, float* out) {
+// ---- CPU reference of one delta-rule token of `rows` on an item's state (fp32, the kernel's
+// operation order per row): S the state after it, u per row, o = S·q before the norm ----------
+void token_raw(const float* S0, const float* p, float* S, float* u_out, float* o) {
   const float *k = p, *q = p + K, *e = p + 2 * K, *v = p + 3 * K;
   const float beta = p[4 * K], kq = p[4 * K + 1];
-  std::vector<float> o(K);
   for (int r = 0; r < K; ++r) {
     double a = 0, bq = 0;
     for (int c = 0; c < K; ++c) {
@@ -566,20 +720,343 @@ void ref_item(const float* S0, const float* p, const float og_in, const float* n
     const float u = beta * (v[r] - float(a));
     for (int c = 0; c < K; ++c) S[r * K + c] = std::fmaf(u, k[c], S[r * K + c]);
     o[r] = float(bq) + u * kq;
+    u_out[r] = u;
   }
+}
+
+// ---- CPU reference of `rows` for one item: the token, then the gated RMSNorm ----------------
+void ref_item(const float* S0, const float* p, const float og_in, const float* nw, float* S, float* out,
+              float* u_out = nullptr) {
+  std::vector<float> o(K), u(K);
+  token_raw(S0, p, S, u.data(), o.data());
+  if (u_out) std::copy(u.begin(), u.end(), u_out);
   double ss = 0;
   for (int r = 0; r < K; ++r) ss += double(o[r]) * o[r];
   const float rn = float(1.0 / std::sqrt(ss / K + kEps));
   for (int r = 0; r < K; ++r) out[r] = o[r] * rn * nw[r] * og_in;
 }
 
+// ---- CPU reference of `arows` for one item: the fold of np records, S = fmaf(u, k, S·e) per
+// element in record order (the kernel's operations), then `rows`' token from the folded state ----
+void ref_append_item(const float* S0, const float* ru, const float* rkg, int np, const float* p, const float* nw,
+                     float* Sf, float* S, float* u, float* out) {
+  std::copy(S0, S0 + kTile, Sf);
+  for (int pp = 0; pp < np; ++pp)
+    for (int r = 0; r < K; ++r)
+      for (int c = 0; c < K; ++c)
+        Sf[r * K + c] =
+            std::fmaf(ru[pp * K + r], rkg[pp * 2 * K + c], Sf[r * K + c] * kda::decay_of(rkg[pp * 2 * K + K + c]));
+  ref_item(Sf, p, 1.f, nw, S, out, u);
+}
+
 float bf16f(uint16_t x) { return kda::bf16_to_f32(x); }
+
+/// The records rows of the append and fused rungs, R records per (slot, head): u [slots, H, R, K]
+/// and k | g [slots, H, R, 2K], u ~ 0.1·N(0, 1), k ~ N(0, 1/K), g = −0.3·|N(0, 1)| (one slot's
+/// worth drawn, copied to every slot).
+struct RecordRows {
+  float *u = nullptr, *kg = nullptr;
+  RecordRows(int P, int H, int R, std::mt19937& rng) {
+    std::normal_distribution<float> n01(0.f, 1.f);
+    const size_t u_slot = size_t(H) * R * K, kg_slot = u_slot * 2;
+    std::vector<float> u_h(u_slot), kg_h(kg_slot);
+    for (auto& x : u_h) x = 0.1f * n01(rng);
+    for (size_t i = 0; i < kg_h.size(); ++i)
+      kg_h[i] = (i / K) % 2 == 0 ? n01(rng) / std::sqrt(float(K)) : -0.3f * std::fabs(n01(rng));
+    CK(cudaMalloc(&u, size_t(P) * u_slot * 4));
+    CK(cudaMalloc(&kg, size_t(P) * kg_slot * 4));
+    for (int sl = 0; sl < P; ++sl) {
+      CK(cudaMemcpy(u + sl * u_slot, u_h.data(), u_slot * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(kg + sl * kg_slot, kg_h.data(), kg_slot * 4, cudaMemcpyHostToDevice));
+    }
+  }
+  RecordRows(const RecordRows&) = delete;
+  ~RecordRows() {
+    cudaFree(u);
+    cudaFree(kg);
+  }
+};
+
+/// The fused rungs (`--fused`): their records, the check of each `frows` form against the CPU
+/// reference (the fold written back, then the tokens from it), then the rungs with, beside each,
+/// the floor of kda_bench's fused step at q = pending = 4 (its bytes: BENCHMARKS.md).
+/// Returns the number of failed checks.
+int fused_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, float* state, const int32_t* slots,
+                const std::vector<int32_t>& slots_h, const std::vector<float>& prep_h) {
+  constexpr int Q = 4;
+  const int items = H * B;
+  std::mt19937 rng(13);
+  // each token of an item takes the item's prepared vectors (as rows/q4)
+  std::vector<float> pq(size_t(N) * items * Q * kPrep);
+  for (size_t it = 0; it < size_t(N) * items; ++it)
+    for (int t = 0; t < Q; ++t)
+      std::copy(prep_h.begin() + it * kPrep, prep_h.begin() + (it + 1) * kPrep, pq.begin() + (it * Q + t) * kPrep);
+  float* prepq;
+  CK(cudaMalloc(&prepq, pq.size() * 4));
+  CK(cudaMemcpy(prepq, pq.data(), pq.size() * 4, cudaMemcpyHostToDevice));
+  const RecordRows recs(P, H, Q, rng);
+  float *ru = recs.u, *rkg = recs.kg;
+  uint16_t* outq;
+  CK(cudaMalloc(&outq, size_t(N) * items * Q * K * 2));
+  auto args = [&](int i) {
+    return ArgsR{state,
+                 slots + size_t(i) * B,
+                 prepq + size_t(i) * items * Q * kPrep,
+                 ru,
+                 rkg,
+                 nullptr,
+                 nullptr,
+                 outq + size_t(i) * items * Q * K,
+                 H,
+                 Q,
+                 Q,
+                 0,
+                 1};
+  };
+  struct Form {
+    const char* name;
+    void (*fn)(ArgsR);
+    int stages;
+    bool math;
+  };
+  const Form forms[] = {{"frows5/q4", staged_rows_kernel<Q, true, 5, 1>, 1, true},
+                        {"frows4/q4", staged_rows_kernel<Q, true, 4, 2>, 2, true},
+                        {"frows2/q4", staged_rows_kernel<Q, true, 2, 4>, 4, true},
+                        {"fmove/q4", staged_rows_kernel<Q, false, 2, 4>, 4, false}};
+  auto smem_of = [](int stages) { return staged_state_off(Q, Q) + stages * kStageBytes; };
+  for (const Form& f : forms)
+    CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(f.stages)));
+
+  // ---- checks: the checkpoint (the fold of the Q records), each token's u and bf16(o) ----------
+  int failed = 0;
+  const int sample = std::min(items, 64);
+  for (const Form& f : forms) {
+    if (!f.math) continue;
+    std::vector<int> picked(sample);
+    for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
+    auto row_of = [&](int it) { return int64_t(slots_h[it / H]) * H + it % H; };
+    std::vector<float> s0(size_t(sample) * kTile), u0(size_t(sample) * Q * K), kg0(size_t(sample) * Q * 2 * K);
+    for (int j = 0; j < sample; ++j) {
+      const int64_t r = row_of(picked[j]);
+      CK(cudaMemcpy(s0.data() + size_t(j) * kTile, state + r * kTile, kTile * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(u0.data() + size_t(j) * Q * K, ru + r * Q * K, Q * K * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(kg0.data() + size_t(j) * Q * 2 * K, rkg + r * Q * 2 * K, Q * 2 * K * 4, cudaMemcpyDeviceToHost));
+    }
+    f.fn<<<items, kThreads, smem_of(f.stages)>>>(args(0));
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> out_h(size_t(items) * Q * K);
+    CK(cudaMemcpy(out_h.data(), outq, out_h.size() * 2, cudaMemcpyDeviceToHost));
+    double worst_s = 0, worst_u = 0, worst_o = 0;
+    long kg_wrong = 0;
+    std::vector<float> Sf(kTile), S(kTile), S2(kTile), after(kTile), u(K), o(K), ug(Q * K), kgg(Q * 2 * K), nw1(K, 1.f);
+    for (int j = 0; j < sample; ++j) {
+      const int it = picked[j];
+      const int64_t r = row_of(it);
+      const float* p = prep_h.data() + size_t(it) * kPrep;
+      // the fold (the checkpoint), then the Q tokens from it; o without the norm (nw = 1, og = 1:
+      // ref_item's o before the norm is recovered from its u path below)
+      ref_append_item(s0.data() + size_t(j) * kTile, u0.data() + size_t(j) * Q * K, kg0.data() + size_t(j) * Q * 2 * K,
+                      Q, p, nw1.data(), Sf.data(), S.data(), u.data(), o.data());
+      CK(cudaMemcpy(after.data(), state + r * kTile, kTile * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(ug.data(), ru + r * Q * K, Q * K * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(kgg.data(), rkg + r * Q * 2 * K, Q * 2 * K * 4, cudaMemcpyDeviceToHost));
+      for (int i = 0; i < kTile; ++i)
+        worst_s = std::max(worst_s, std::fabs(double(Sf[i]) - after[i]) / (std::fabs(Sf[i]) + 1e-2));
+      // the tokens: each from the state the previous one left (the prepared vectors are the item's)
+      std::copy(Sf.begin(), Sf.end(), S2.begin());
+      for (int t = 0; t < Q; ++t) {
+        std::vector<float> raw(K);
+        token_raw(S2.data(), p, S.data(), u.data(), raw.data());
+        std::copy(S.begin(), S.end(), S2.begin());
+        for (int v = 0; v < K; ++v) {
+          worst_u = std::max(worst_u, std::fabs(double(u[v]) - ug[t * K + v]) / (std::fabs(u[v]) + 1e-2));
+          const float got = bf16f(out_h[(size_t(it) * Q + t) * K + v]);
+          worst_o = std::max(worst_o, double(std::fabs(raw[v] - got)) / (std::fabs(raw[v]) + 1e-2));
+        }
+        for (int c = 0; c < K; ++c) kg_wrong += kgg[t * 2 * K + c] != p[c] || kgg[t * 2 * K + K + c] != p[2 * K + c];
+      }
+    }
+    const bool ok = worst_s < 1e-4 && worst_u < 1e-3 && worst_o < 1e-2 && kg_wrong == 0;
+    std::printf(
+        "# check %s (%d items): checkpoint max rel err %.2e, u max rel err %.2e, o max rel err %.2e, "
+        "records k|g wrong %ld -> %s\n",
+        f.name, sample, worst_s, worst_u, worst_o, kg_wrong, ok ? "PASS" : "FAIL");
+    failed += !ok;
+  }
+
+  // ---- the rungs: N steps on disjoint slots (BENCHMARKS.md) -----------------------------------
+  const double tile = K * K * 4.0, rec = 3.0 * K * 4;
+  // kda_bench's fused bytes, q = pending = 4, gate modes 0 / 1 (f_a per request)
+  const double step_fl =
+      (double(items) * (tile + tile + rec * Q + rec * Q + 3.0 * K * (3 + (2 + Q)) * 2 + Q * (4.0 * K * 2 + 2 + K * 2)) +
+       double(B) * Q * K * 2 + double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4)) /
+      ceiling * 1e6;
+  std::printf("# fused step floor (kda_bench's bytes, q = pending = 4): %.2f us\n", step_fl);
+  std::printf("%-9s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  for (const Form& f : forms) {
+    const int smem = smem_of(f.stages);
+    const double us = graph_replay_ms(st,
+                                      [&] {
+                                        for (int i = 0; i < N; ++i)
+                                          launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i));
+                                      }) *
+                      1e3 / N;
+    // the checkpoint read and written, Q records read and Q written, the prepared vectors, bf16(o)
+    const double bytes = double(items) * (2 * tile + 2 * Q * rec + Q * (kPrepBytes + K * 2.0));
+    const double fl = bytes / ceiling * 1e6;
+    std::printf("%-9s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", f.name, us, fl, us / fl,
+                100.0 * (bytes / (us * 1e-6)) / ceiling, us / step_fl);
+  }
+  CK(cudaFree(prepq));
+  CK(cudaFree(outq));
+  return failed;
+}
+
+/// The append rungs (`--append`): their records, the checks of `arows` at a full and a partial
+/// row against the CPU reference, then arows / amove for Qr = 8 and 16 with, beside each, the
+/// floor of kda_bench's append step at the same H, B and Qr (its bytes: BENCHMARKS.md).
+/// Returns the number of failed checks.
+int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, float* state, const int32_t* slots,
+                 const std::vector<int32_t>& slots_h, const float* prep, const std::vector<float>& prep_h,
+                 const uint16_t* og, const std::vector<uint16_t>& og_h, uint16_t* out, const float* nw,
+                 const std::vector<float>& nw_h) {
+  constexpr int kQrMax = 16;
+  const int D = H * K, items = H * B;
+  std::mt19937 rng(11);
+  // (a rung of Qr < kQrMax reads each slot's [H][Qr][…] rows from the start of its space)
+  const RecordRows recs(P, H, kQrMax, rng);
+  float *ru = recs.u, *rkg = recs.kg;
+  // cycle position: npend = Qr (a full row: the fold written back, the record at 0) or j > 0
+  auto args = [&](int i, int Qr, int npend) {
+    const bool full_row = npend == Qr;
+    return ArgsR{state,
+                 slots + size_t(i) * B,
+                 prep + size_t(i) * items * kPrep,
+                 ru,
+                 rkg,
+                 og + size_t(i) * B * D,
+                 nw,
+                 out + size_t(i) * B * D,
+                 H,
+                 Qr,
+                 npend,
+                 full_row ? 0 : npend,
+                 full_row ? 1 : 0};
+  };
+  auto smem_of = [](int Qr, int stages) { return staged_state_off(1, Qr) + stages * kStageBytes; };
+  struct Form {
+    const char* name;
+    void (*fn)(ArgsR);
+    int Qr, stages;
+  };
+  const Form forms[] = {{"arows/8", staged_rows_kernel<1, true, 6, 1>, 8, 1},
+                        {"arows4/8", staged_rows_kernel<1, true, 4, 2>, 8, 2},
+                        {"amove/8", staged_rows_kernel<1, false, 6, 1>, 8, 1},
+                        {"arows/16", staged_rows_kernel<1, true, 4, 1>, 16, 1},
+                        {"amove/16", staged_rows_kernel<1, false, 4, 1>, 16, 1}};
+  for (const Form& f : forms)
+    CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(f.Qr, f.stages)));
+
+  // ---- checks: arows at a full row (npend = Qr: the fold written back, the record at 0) and a
+  //      partial one (npend = 3: the checkpoint untouched, bitwise), Qr = 8 and 16 -------------
+  int failed = 0;
+  const int sample = std::min(items, 64);
+  for (const Form& f : forms) {
+    if (f.name[1] != 'r') continue;  // arows only
+    for (const int np : {f.Qr, 3}) {
+      std::vector<int> picked(sample);
+      for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
+      auto row_of = [&](int it) { return int64_t(slots_h[it / H]) * H + it % H; };
+      std::vector<float> s0(size_t(sample) * kTile), u0(size_t(sample) * f.Qr * K), kg0(size_t(sample) * f.Qr * 2 * K);
+      for (int j = 0; j < sample; ++j) {
+        const int64_t r = row_of(picked[j]);
+        CK(cudaMemcpy(s0.data() + size_t(j) * kTile, state + r * kTile, kTile * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(u0.data() + size_t(j) * f.Qr * K, ru + r * f.Qr * K, f.Qr * K * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(kg0.data() + size_t(j) * f.Qr * 2 * K, rkg + r * f.Qr * 2 * K, f.Qr * 2 * K * 4,
+                      cudaMemcpyDeviceToHost));
+      }
+      f.fn<<<items, kThreads, smem_of(f.Qr, f.stages)>>>(args(0, f.Qr, np));
+      CK(cudaDeviceSynchronize());
+      std::vector<uint16_t> out_h(size_t(B) * D);
+      CK(cudaMemcpy(out_h.data(), out, out_h.size() * 2, cudaMemcpyDeviceToHost));
+      const int pos0 = np == f.Qr ? 0 : np;
+      double worst_s = 0, worst_u = 0, worst_o = 0;
+      long kg_wrong = 0;
+      std::vector<float> Sf(kTile), S(kTile), after(kTile), u(K), o(K), ug(K), kgg(2 * K);
+      for (int j = 0; j < sample; ++j) {
+        const int it = picked[j], b = it / H, h = it % H;
+        const int64_t r = row_of(it);
+        ref_append_item(s0.data() + size_t(j) * kTile, u0.data() + size_t(j) * f.Qr * K,
+                        kg0.data() + size_t(j) * f.Qr * 2 * K, np, prep_h.data() + size_t(it) * kPrep, nw_h.data(),
+                        Sf.data(), S.data(), u.data(), o.data());
+        CK(cudaMemcpy(after.data(), state + r * kTile, kTile * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ug.data(), ru + (r * f.Qr + pos0) * K, K * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(kgg.data(), rkg + (r * f.Qr + pos0) * 2 * K, 2 * K * 4, cudaMemcpyDeviceToHost));
+        const float* want = np == f.Qr ? Sf.data() : s0.data() + size_t(j) * kTile;
+        for (int i = 0; i < kTile; ++i) {
+          const double e = std::fabs(double(want[i]) - after[i]);
+          worst_s = std::max(worst_s, np == f.Qr ? e / (std::fabs(want[i]) + 1e-2) : (want[i] != after[i] ? 1.0 : 0.0));
+        }
+        for (int v = 0; v < K; ++v) {
+          worst_u = std::max(worst_u, std::fabs(double(u[v]) - ug[v]) / (std::fabs(u[v]) + 1e-2));
+          const float ogv = 1.f / (1.f + std::exp(-bf16f(og_h[size_t(b) * D + h * K + v])));
+          const float got = bf16f(out_h[size_t(b) * D + h * K + v]);
+          worst_o = std::max(worst_o, double(std::fabs(o[v] * ogv - got)) / (std::fabs(o[v] * ogv) + 1e-2));
+        }
+        const float* pv = prep_h.data() + size_t(it) * kPrep;
+        for (int c = 0; c < K; ++c) kg_wrong += kgg[c] != pv[c] || kgg[K + c] != pv[2 * K + c];
+      }
+      const bool ok = worst_s < 1e-4 && worst_u < 1e-3 && worst_o < 1e-2 && kg_wrong == 0;
+      std::printf(
+          "# check %s, %d pending (%d items): state %s %.2e, u max rel err %.2e, out max rel err %.2e, "
+          "record k|g wrong %ld -> %s\n",
+          f.name, np, sample, np == f.Qr ? "(written back) max rel err" : "(untouched) bits differ", worst_s, worst_u,
+          worst_o, kg_wrong, ok ? "PASS" : "FAIL");
+      failed += !ok;
+    }
+  }
+
+  // ---- the rungs: N groups of B slots, each through a whole cycle of Qr steps (the steps of a
+  //      cycle N apart in the graph, as kda_bench's append timing) ----------------------------
+  auto step_floor = [&](int Qr) {  // kda_bench's append bytes (gate modes 0 / 1: f_a per request)
+    const double tile = K * K * 4.0, rec = 3.0 * K * 4;
+    const double per_item =
+        tile + tile / Qr + rec * (1 + (Qr + 1) / 2.0) + 3.0 * K * (3 + 3) * 2 + (4.0 * K * 2 + 2 + K * 2);
+    return (double(items) * per_item + double(B) * K * 2 + double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4)) /
+           ceiling * 1e6;
+  };
+  std::printf("# append step floor (kda_bench's bytes): Qr = 8 %.1f us, Qr = 16 %.1f us\n", step_floor(8),
+              step_floor(16));
+  std::printf("%-8s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  for (const Form& f : forms) {
+    const int steps = N * f.Qr, smem = smem_of(f.Qr, f.stages);
+    const double us = graph_replay_ms(st,
+                                      [&] {
+                                        for (int i = 0; i < steps; ++i) {
+                                          const int j = i / N;
+                                          launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st,
+                                                     args(i % N, f.Qr, j == 0 ? f.Qr : j));
+                                        }
+                                      }) *
+                      1e3 / steps;
+    // per step on average: the checkpoint read, written back once a cycle, (Qr + 1) / 2 records
+    // read, one written, the prepared vectors; the out gate and the output (arows)
+    const double per_item = kTile * 4.0 * (1 + 1.0 / f.Qr) + 3.0 * K * 4 * ((f.Qr + 1) / 2.0 + 1) + kPrepBytes +
+                            (f.name[1] == 'r' ? K * 2 + K * 2 : 0);
+    const double fl = double(items) * per_item / ceiling * 1e6;
+    std::printf("%-8s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", f.name, us, fl, us / fl,
+                100.0 * (double(items) * per_item / (us * 1e-6)) / ceiling, us / step_floor(f.Qr));
+  }
+  return failed;
+}
 
 int main(int argc, char** argv) {
   // positional H B; a trailing "--csv FILE" (scripts/gpu_run.sh ladder stage) is skipped: the
   // table goes to stdout, which the stage keeps as ladder_<name>_<i>.txt
   std::vector<int> pos;
   bool floors = false;  // --floors: the data-movement rungs only
+  bool append = false;  // --append: the append rungs only
+  bool fused = false;   // --fused: the fused rungs only
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--csv") {
       ++i;
@@ -587,6 +1064,14 @@ int main(int argc, char** argv) {
     }
     if (std::string(argv[i]) == "--floors") {
       floors = true;
+      continue;
+    }
+    if (std::string(argv[i]) == "--append") {
+      append = true;
+      continue;
+    }
+    if (std::string(argv[i]) == "--fused") {
+      fused = true;
       continue;
     }
     pos.push_back(std::atoi(argv[i]));
@@ -813,9 +1298,16 @@ int main(int argc, char** argv) {
                             double(B) * K * 2 + double(H) * (K * K * 2 + 3 * 4 * K * 4);
   std::printf("# copy ceiling %.0f GB/s; decode step floor %.1f us (kda_bench's bytes)\n", ceiling / 1e9,
               step_bytes / ceiling * 1e6);
-  std::printf("%-6s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  if (append || fused) {
+    const int rc =
+        append ? append_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h)
+               : fused_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep_h);
+    if (failed + rc) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed + rc);
+    return failed + rc ? 1 : 0;
+  }
+  std::printf("%-6s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
   // one rung: N steps of `enqueue_step(i)` in a graph (BENCHMARKS.md), its line of the table
   auto rung = [&](const char* name, double bytes, auto&& enqueue_step) {
     const double us = graph_replay_ms(st,
