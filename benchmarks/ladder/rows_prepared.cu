@@ -47,9 +47,14 @@
 //          every row, k | g) and bf16(o) written (no RMSNorm, as rows/q4). C CTAs per SM: 5 (one
 //          stage), 4 (two), 2 (every chunk in flight). Checked against the CPU reference
 //   fmove/q4 the same bytes without the arithmetic (two CTAs per SM, every chunk in flight)
+//   rows16, move16 `rows` and `move` with bf16 state (issue "Decode faster …": bf16 at <= 1.15 x
+//          its floor from 6144 items): 8 KiB chunks, the rows kept in fp32 while the item runs and
+//          stored rounded (SPEC §9), six CTAs per SM with two stages (the step's bf16 q = 1
+//          layout), rows16/4 every chunk in flight, rows16c4 four CTAs per SM. rows16 is checked
+//          against the CPU reference
 //
 // `--append` runs only the append rungs (Qr = 8 and 16) after their checks; `--fused` only the
-// fused rungs.
+// fused rungs; `--bf16` only the bf16 rungs.
 //
 // `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S, rowsa/S,
 // movec/S, rows-/S after the checks:
@@ -670,6 +675,99 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
   }
 }
 
+/// `rows16`, `move16` (see the top): the row kernel with bf16 state. The token vectors are read
+/// from the prepared vectors per chunk (the six-CTA step kernel's lean form: at 40 registers
+/// they are not held across the loop).
+struct Args16 {
+  uint16_t* state;       // [slots, H, V, K] bf16
+  const int32_t* slots;  // [B] of this step
+  const float* prep;     // [B·H, kPrep] of this step
+  const uint16_t* og;    // [B, D] out-gate input (bf16)
+  const float* norm_w;   // [K]
+  uint16_t* out;         // [B, D] bf16
+  int H;
+};
+constexpr int kStageBytes16 = kChunk * K * 2;  // 8 KiB
+
+template <bool kMath, int kCtas, int kSt>
+__global__ void __launch_bounds__(kThreads, kCtas) rows16_kernel(const __grid_constant__ Args16 a) {
+  using IO = kda::cuda::StateIO<uint16_t>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kSt], prep_bar;
+  __shared__ float s_o[K];
+  constexpr int G2 = 16 / kRPW;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x, b = item / a.H, h = item % a.H;
+  float* s_prep = reinterpret_cast<float*>(smem);
+  unsigned char* s_state = smem + kStateOff;
+  if (tid == 0) {
+    for (int s = 0; s < kSt; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(&prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+  uint16_t* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile;
+  if (tid == 0) {
+    if (kMath) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
+      bulk_g2s(s_prep, a.prep + int64_t(item) * kPrep, kPrepBytes, &prep_bar);
+    }
+    for (int c = 0; c < kSt; ++c) {
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes16);
+      bulk_g2s(s_state + c * kStageBytes16, tile + c * kChunk * K, kStageBytes16, &full[c]);
+    }
+  }
+  if (kMath) mbar_wait(&prep_bar, 0);
+  const int urow = lane / G2;
+  const bool writer = lane % G2 == 0;
+#pragma unroll 1
+  for (int c = 0; c < kChunks; ++c) {
+    const int s = c % kSt, crow = c * kChunk + warp * kRPW;
+    mbar_wait(&full[s], uint32_t(c / kSt) & 1u);
+    const uint16_t* st = reinterpret_cast<const uint16_t*>(s_state + s * kStageBytes16) + (warp * kRPW) * K + lane * 4;
+    float4 S[kRPW];
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) S[i] = kda::cuda::load_smem_row4(st + i * K);
+    if (c + kSt < kChunks) {  // (the refill as chunk_in's)
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
+      ptx::fence_proxy_async(ptx::space_shared);
+      __syncthreads();
+      if (tid == 0) {
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes16);
+        bulk_g2s(s_state + s * kStageBytes16, tile + (c + kSt) * kChunk * K, kStageBytes16, &full[s]);
+      }
+    }
+    if (kMath) {
+      const float4 k4 = *reinterpret_cast<const float4*>(s_prep + 0 * K + lane * 4);
+      const float4 q4 = *reinterpret_cast<const float4*>(s_prep + 1 * K + lane * 4);
+      const float4 e4 = *reinterpret_cast<const float4*>(s_prep + 2 * K + lane * 4);
+      float u, o;
+      kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, s_prep[4 * K], s_prep[4 * K + 1], s_prep + 3 * K + crow, lane, u, o);
+      if (writer && lane >= 16) s_o[crow + urow - kRPW] = o;
+    } else {
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) S[i].x *= 0.999f, S[i].y *= 0.999f, S[i].z *= 0.999f, S[i].w *= 0.999f;
+    }
+#pragma unroll
+    for (int i = 0; i < kRPW; ++i) IO::store(tile + (crow + i) * K + lane * 4, S[i]);
+  }
+  if (kMath) {
+    __syncthreads();  // s_o complete
+    if (tid < K) {
+      float ss = 0.f;
+#pragma unroll
+      for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
+      ss = kda::cuda::warp_sum(ss);
+      const float og = kda::sigmoidf_(kda::bf16_to_f32(a.og[int64_t(b) * a.H * K + h * K + tid]));
+      const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
+      a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * a.norm_w[tid] * og);
+    }
+  }
+}
+
 /// `flat` (see the top): the state bytes of `move` without the per-item structure.
 struct FlatArgs {
   float* state;
@@ -776,6 +874,111 @@ struct RecordRows {
     cudaFree(kg);
   }
 };
+
+/// The bf16 rungs (`--bf16`): a bf16 copy of every slot's state, the check of `rows16` against
+/// the CPU reference (the state as stored: within one bf16 rounding of the reference's, which sums
+/// its dots in another order), then move16 / rows16 / rows16/4 / rows16c4 with, beside each, the
+/// floor of kda_bench's bf16 decode step (its bytes, gate modes 0 / 1). Returns the failed checks.
+int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, const int32_t* slots,
+               const std::vector<int32_t>& slots_h, const float* prep, const std::vector<float>& prep_h,
+               const uint16_t* og, const std::vector<uint16_t>& og_h, uint16_t* out, const float* nw,
+               const std::vector<float>& nw_h) {
+  const int D = H * K, items = H * B;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> n01(0.f, 1.f);
+  uint16_t* state;
+  CK(cudaMalloc(&state, size_t(P) * H * kTile * 2));
+  {
+    std::vector<uint16_t> hs(size_t(H) * kTile);
+    for (auto& x : hs) x = kda::f32_to_bf16(0.05f * n01(rng));
+    for (int sl = 0; sl < P; ++sl)
+      CK(cudaMemcpy(state + size_t(sl) * H * kTile, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
+  }
+  auto args = [&](int i) {
+    return Args16{state,
+                  slots + size_t(i) * B,
+                  prep + size_t(i) * items * kPrep,
+                  og + size_t(i) * B * D,
+                  nw,
+                  out + size_t(i) * B * D,
+                  H};
+  };
+  struct Form {
+    const char* name;
+    void (*fn)(Args16);
+    int stages;
+    bool math;
+  };
+  const Form forms[] = {{"move16", rows16_kernel<false, 6, 2>, 2, false},
+                        {"rows16", rows16_kernel<true, 6, 2>, 2, true},
+                        {"rows16/4", rows16_kernel<true, 6, 4>, 4, true},
+                        {"rows16c4", rows16_kernel<true, 4, 2>, 2, true}};
+  auto smem_of = [](int stages) { return kStateOff + stages * kStageBytes16; };
+  for (const Form& f : forms)
+    CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(f.stages)));
+
+  // ---- check rows16 on a sample of step 0's items ---------------------------------------------
+  int failed = 0;
+  {
+    const int sample = std::min(items, 64);
+    std::vector<int> picked(sample);
+    for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
+    auto tile_of = [&](int it) { return state + (int64_t(slots_h[it / H]) * H + it % H) * kTile; };
+    std::vector<uint16_t> before(size_t(sample) * kTile), after(kTile);
+    for (int j = 0; j < sample; ++j)
+      CK(cudaMemcpy(before.data() + size_t(j) * kTile, tile_of(picked[j]), kTile * 2, cudaMemcpyDeviceToHost));
+    const Form& f = forms[1];
+    f.fn<<<items, kThreads, smem_of(f.stages)>>>(args(0));
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> out_h(size_t(B) * D);
+    CK(cudaMemcpy(out_h.data(), out, out_h.size() * 2, cudaMemcpyDeviceToHost));
+    double worst_s = 0, worst_o = 0;
+    std::vector<float> S0(kTile), S(kTile), outr(K);
+    for (int j = 0; j < sample; ++j) {
+      const int it = picked[j], b = it / H, h = it % H;
+      for (int i = 0; i < kTile; ++i) S0[i] = bf16f(before[size_t(j) * kTile + i]);
+      ref_item(S0.data(), prep_h.data() + size_t(it) * kPrep, 1.f, nw_h.data(), S.data(), outr.data());
+      CK(cudaMemcpy(after.data(), tile_of(it), kTile * 2, cudaMemcpyDeviceToHost));
+      // within one rounding: |stored − S| <= 2^-8·|S| (+ a floor for values near 0)
+      for (int i = 0; i < kTile; ++i)
+        worst_s = std::max(worst_s, std::fabs(double(bf16f(after[i])) - S[i]) / (std::fabs(S[i]) * 0x1p-8 + 1e-6));
+      for (int r = 0; r < K; ++r) {
+        const float ogv = 1.f / (1.f + std::exp(-bf16f(og_h[size_t(b) * D + h * K + r])));
+        const float got = bf16f(out_h[size_t(b) * D + h * K + r]);
+        worst_o = std::max(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
+      }
+    }
+    const bool ok = worst_s <= 1.0 && worst_o < 1e-2;
+    std::printf(
+        "# check rows16 (%d items): state max |err| / (2^-8 |ref|) = %.2f (<= 1), out max rel err = %.2e "
+        "(bf16: < 1e-2) -> %s\n",
+        sample, worst_s, worst_o, ok ? "PASS" : "FAIL");
+    failed += !ok;
+  }
+
+  // ---- the rungs ------------------------------------------------------------------------------
+  const double tile = kTile * 2.0;
+  const double step_fl = (double(items) * (2 * tile + 3.0 * K * (3 + 3) * 2 + (4.0 * K * 2 + 2 + K * 2)) +
+                          double(B) * K * 2 + double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4)) /
+                         ceiling * 1e6;
+  std::printf("# bf16 decode step floor (kda_bench's bytes, gate modes 0 / 1): %.2f us\n", step_fl);
+  std::printf("%-9s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  for (const Form& f : forms) {
+    const int smem = smem_of(f.stages);
+    const double us = graph_replay_ms(st,
+                                      [&] {
+                                        for (int i = 0; i < N; ++i)
+                                          launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i));
+                                      }) *
+                      1e3 / N;
+    const double bytes = double(items) * (2 * tile + (f.math ? kPrepBytes + K * 2.0 + K * 2.0 : 0.0));
+    const double fl = bytes / ceiling * 1e6;
+    std::printf("%-9s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", f.name, us, fl, us / fl,
+                100.0 * (bytes / (us * 1e-6)) / ceiling, us / step_fl);
+  }
+  CK(cudaFree(state));
+  return failed;
+}
 
 /// The fused rungs (`--fused`): their records, the check of each `frows` form against the CPU
 /// reference (the fold written back, then the tokens from it), then the rungs with, beside each,
@@ -1057,6 +1260,7 @@ int main(int argc, char** argv) {
   bool floors = false;  // --floors: the data-movement rungs only
   bool append = false;  // --append: the append rungs only
   bool fused = false;   // --fused: the fused rungs only
+  bool bf16 = false;    // --bf16: the bf16 rungs only
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--csv") {
       ++i;
@@ -1072,6 +1276,10 @@ int main(int argc, char** argv) {
     }
     if (std::string(argv[i]) == "--fused") {
       fused = true;
+      continue;
+    }
+    if (std::string(argv[i]) == "--bf16") {
+      bf16 = true;
       continue;
     }
     pos.push_back(std::atoi(argv[i]));
@@ -1300,10 +1508,11 @@ int main(int argc, char** argv) {
               step_bytes / ceiling * 1e6);
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  if (append || fused) {
+  if (append || fused || bf16) {
     const int rc =
-        append ? append_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h)
-               : fused_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep_h);
+        append  ? append_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h)
+        : fused ? fused_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep_h)
+                : bf16_rungs(H, B, N, P, ceiling, st, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h);
     if (failed + rc) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed + rc);
     return failed + rc ? 1 : 0;
   }
