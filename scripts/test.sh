@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README): installs what it needs, builds the library (with the CUDA
-# backend when nvcc is found), runs the C++ suites (ctest) and the Python suite (pytest).
-# GPU tests run where a GPU is present and skip cleanly elsewhere.
+# backend when nvcc is found) and, with it, the benchmarks (kda_bench and the ladder's CUDA
+# programs, so that they keep compiling), runs the C++ suites (ctest) and the Python suite
+# (pytest). GPU tests run where a GPU is present and skip cleanly elsewhere.
 #
 #   scripts/test.sh            # everything
 #   KDA_CPU_ONLY=1 scripts/test.sh   # CPU backend only, even where nvcc exists
@@ -17,7 +18,7 @@ gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 
 echo "== C++ build and tests"
-cmake -S . -B build/test "${gen[@]}" -DKDA_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build/test "${gen[@]}" -DKDA_BUILD_TESTS=ON -DKDA_BUILD_BENCHMARKS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/test -j "$JOBS"
 ctest --test-dir build/test --output-on-failure -j "$JOBS" | tail -n 25
 # ctest must have run tests: an empty suite is a failure
