@@ -30,7 +30,8 @@
 #              benchmarks/ladder/sass_blocks.py reads it: instructions per item, by block)
 #   ladder     LADDER="NAME ARGS;NAME ARGS…": each kda_bench variant $BIN/kda_bench_NAME
 #              (benchmarks/ladder/build_variants.sh) with its arguments, into ladder_NAME_<i>.csv,
-#              then one table of all rungs (benchmarks/ladder/summarize.py)
+#              then one table of all rungs (benchmarks/ladder/summarize.py); with rows_prepared
+#              lines, each target against its bound (benchmarks/ladder/bounds_verdict.py)
 # Environment: BIN = a folder of binaries built on the development machine (kda_tests,
 # kda_cuda_tests, kda_bench, kda_bench_*), carried with the call: the build stage is then
 # skipped and these are run; BENCH_ARGS overrides the decode table arguments; JOBS (default: nproc);
@@ -345,6 +346,8 @@ echo "================ summary ($((SECONDS - t0)) s) ================"
 for s in "${SUMMARY[@]}"; do echo "  $s"; done
 [[ -f $OUT/bench_decode.txt ]] && cat "$OUT/bench_decode.txt"
 ls "$OUT"/ladder_*.csv >/dev/null 2>&1 && python3 benchmarks/ladder/summarize.py "$OUT"/ladder_*.csv | tee "$OUT/ladder_summary.txt"
+# a bounds run (rows_prepared beside kda_bench): each target against its bound
+ls "$OUT"/ladder_rows_prepared_*.txt >/dev/null 2>&1 && python3 benchmarks/ladder/bounds_verdict.py "$OUT" | tee "$OUT/bounds_verdict.txt"
 # the device tool returns at most 8 files from $OUT: pack the logs into one archive
 if (( $(ls "$OUT" | wc -l) > 8 )); then
   tar czf /tmp/kda-gpu-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/kda-gpu-logs.tgz "$OUT/logs.tgz"

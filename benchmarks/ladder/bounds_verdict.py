@@ -1,0 +1,124 @@
+"""benchmarks/ladder/bounds_verdict.py — the verdict of a bounds run (docs/data/ladder_s41): per
+target point, the fastest `rows_prepared` rung that is a whole step with its prologue free (its row
+work, the norm, the state written back), the target from `kda_bench` in the same run or the issue's
+figure, and whether the target is out of reach for every structure measured.
+
+    python3 benchmarks/ladder/bounds_verdict.py gpu-out/     # the folder of ladder_*.txt / *.csv
+
+Targets (the issues'):
+- append Qr = 8 from 6144 items: <= 0.65 x decode (`auto`) in the same run and <= 0.7 x vLLM's figure;
+- fused q = 4, H = 96, B = 1 / 2 / 6: <= 12 / 17 / 33 us;
+- bf16 decode from 6144 items: <= 1.15 x its floor;
+- fp32 decode, gate mode 2, below 6144 items: <= 0.90 x vLLM; from 6144: <= 1.05 x its floor;
+- fp32 decode, `auto`, from 6144 items: <= 1.08 x its floor.
+"""
+
+import csv
+import glob
+import os
+import re
+import sys
+
+# The rungs that are a whole decode step with the prologue free (not: the movement alone, a
+# step without its norm's exchange, the prologue alone, a record step).
+DECODE_STEPS = {"rows", "split"} | {f"rows/{s}" for s in (1, 2, 4, 8)} | {f"rowsa/{s}" for s in (2, 4, 8)}
+APPEND8 = {"arows/8", "arows4/8"}
+FUSED = {"frows5/q4", "frows4/q4", "frows2/q4"}
+BF16 = {"rows16", "rows16/4", "rows16c4"}
+FUSED_TARGET = {1: 12.0, 2: 17.0, 6: 33.0}
+
+
+def rows_prepared(folder):
+    """{(H, B): {rung: (us, x step floor)}} and the checks that failed, from rows_prepared tables."""
+    points, failed, excluded = {}, [], set()
+    for path in sorted(glob.glob(os.path.join(folder, "ladder_rows_prepared_*.txt"))):
+        hb = None
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"# rows_prepared: H = (\d+), B = (\d+)", line)
+                if m:
+                    hb = (int(m.group(1)), int(m.group(2)))
+                    points.setdefault(hb, {})
+                    continue
+                if line.startswith("# check") and "FAIL" in line:
+                    failed.append(f"{os.path.basename(path)}: {line.strip()}")
+                    bad = re.match(r"# check (\S+?)[, ]", line)
+                    if hb and bad:
+                        excluded.add((hb, bad.group(1)))
+                parts = line.split()
+                if hb and len(parts) == 6 and not line.startswith("#") and parts[0] != "rung":
+                    try:
+                        us, xstep = float(parts[1]), float(parts[5])
+                    except ValueError:
+                        continue
+                    points[hb].setdefault(parts[0], []).append((us, xstep))
+    # a rung run twice (two ladder lines) keeps its faster run; a rung whose check failed is dropped
+    return {
+        hb: {r: min(v) for r, v in rungs.items() if (hb, r) not in excluded} for hb, rungs in points.items()
+    }, failed
+
+
+def kda_bench(folder):
+    """{(mode, state, gate, H, B, qr): (us, floor_us, peer_us)}, the faster of repeated runs."""
+    out = {}
+    for path in glob.glob(os.path.join(folder, "ladder_kda_bench_*.csv")):
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                key = (r["mode"], r["state"], r["gate"], int(r["H"]), int(r["B"]), int(r.get("qr") or 0))
+                val = (float(r["us"]), float(r["floor_us"]), float(r["peer_us"]))
+                if key not in out or val[0] < out[key][0]:
+                    out[key] = val
+    return out
+
+
+def best(rungs, names):
+    have = [(rungs[n][0], rungs[n][1], n) for n in names if n in rungs]
+    return min(have) if have else None
+
+
+def verdict(bound_us, target_us):
+    return "OUT OF REACH" if bound_us > target_us else f"within reach ({target_us - bound_us:.2f} us left)"
+
+
+def main(folder):
+    rp, failed = rows_prepared(folder)
+    kb = kda_bench(folder)
+    for line in failed:
+        print(f"CHECK FAILED {line} (the rung's figures at that point are left out)")
+    print(f"{'target':34} {'H':>3} {'B':>4} {'bound (rung)':>22} {'target':>9}  verdict")
+
+    def row(name, H, B, b, target):
+        us, _, rung = b
+        print(f"{name:34} {H:>3} {B:>4} {us:>12.2f} ({rung:>8}) {target:>9.2f}  {verdict(us, target)}")
+
+    for (H, B), rungs in sorted(rp.items()):
+        items = H * B
+        b = best(rungs, APPEND8)
+        if b:
+            dec = kb.get(("decode", "f32", "auto", H, B, 0))
+            if dec:
+                row("append Qr=8 <= 0.65 x decode", H, B, b, 0.65 * dec[0])
+                if dec[2] > 0:
+                    row("append Qr=8 <= 0.7 x vLLM", H, B, b, 0.7 * dec[2])
+        b = best(rungs, FUSED)
+        if b and H == 96 and B in FUSED_TARGET:
+            row("fused q=4 <= target", H, B, b, FUSED_TARGET[B])
+        b = best(rungs, BF16)
+        if b and items >= 6144:
+            # x step floor -> us at 1.15 x the floor
+            row("bf16 decode <= 1.15 x floor", H, B, b, 1.15 * b[0] / b[1])
+        b = best(rungs, DECODE_STEPS)
+        if b:
+            m2 = kb.get(("decode", "f32", "2", H, B, 0))
+            auto = kb.get(("decode", "f32", "auto", H, B, 0))
+            if items < 6144 and m2 and m2[2] > 0:
+                row("decode mode 2 <= 0.90 x vLLM", H, B, b, 0.90 * m2[2])
+            if items >= 6144 and m2:
+                row("decode mode 2 <= 1.05 x floor", H, B, b, 1.05 * m2[1])
+            if items >= 6144 and auto:
+                row("decode auto <= 1.08 x floor", H, B, b, 1.08 * auto[1])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
