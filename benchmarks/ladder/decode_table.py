@@ -36,13 +36,13 @@ def plan(row):
     return v + ("+g1" if row.get("gate_plan") == "1" else "")
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--auto", nargs="+", required=True, help="CSVs of `kda_bench --gate auto`")
     ap.add_argument("--mode2", nargs="*", default=[], help="CSVs of `kda_bench --gate 2`")
     ap.add_argument("--H", default="12,24,48,96")
     ap.add_argument("--B", default="1,8,32,64,128,256")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     auto, mode2 = load(a.auto, "auto"), load(a.mode2, "2")
     print("| H | B | floor µs | `auto` µs (plan) | × floor | / vLLM | mode 2 µs | × floor | / vLLM | vLLM µs |")
     print("|---|---|---|---|---|---|---|---|---|---|")
