@@ -209,8 +209,10 @@ __global__ void __launch_bounds__(kThreads) prep_kernel(const __grid_constant__ 
   }
 }
 
-struct Args {
-  float* state;          // [slots, H, V, K]
+/// The arguments of a decode row kernel, with fp32 state (`Args`) or bf16 (`Args16`, rows16).
+template <class StateT>
+struct RowArgs {
+  StateT* state;         // [slots, H, V, K]
   const int32_t* slots;  // [B] of this step
   const float* prep;     // [B·H, kPrep] of this step
   const uint16_t* og;    // [B, D] out-gate input (bf16)
@@ -218,36 +220,104 @@ struct Args {
   uint16_t* out;         // [B, D] bf16
   int H;
 };
+using Args = RowArgs<float>;
+using Args16 = RowArgs<uint16_t>;
+
+/// Step i's arguments (its slots, prepared vectors, out gates and outputs in the per-step buffers).
+template <class StateT>
+RowArgs<StateT> row_args(StateT* state, const int32_t* slots, const float* prep, const uint16_t* og, const float* nw,
+                         uint16_t* out, int H, int B, int i) {
+  const size_t items = size_t(H) * B, D = size_t(H) * K;
+  return {state, slots + size_t(i) * B, prep + i * items * kPrep, og + i * B * D, nw, out + i * B * D, H};
+}
+
+/// A stage's bytes: one chunk of kChunk rows of StateT (fp32 16 KiB, bf16 8 KiB).
+template <class StateT>
+__host__ __device__ constexpr int stage_bytes_of() {
+  return kChunk * K * int(sizeof(StateT));
+}
+
+/// Thread 0 issues the bulk copies of the item's first kSt chunks into their stages.
+template <int kSt, class StateT = float>
+__device__ __forceinline__ void first_chunks(unsigned char* s_state, uint64_t* full, const StateT* tile) {
+  constexpr int kBytes = stage_bytes_of<StateT>();
+  for (int c = 0; c < kSt; ++c) {
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kBytes);
+    bulk_g2s(s_state + c * kBytes, tile + c * kChunk * K, kBytes, &full[c]);
+  }
+}
 
 /// The chunk pipeline of the row kernels (the step kernel's): waits for chunk c, reads the
-/// warp's kRPW rows of it into S, and hands the stage to chunk c + kSt (loads performed,
-/// proxies fenced, then the barrier) when there is one.
-template <int kSt = kStages>
-__device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_state, uint64_t* full, const float* tile,
+/// warp's kRPW rows of it into S (fp32, as stored), and hands the stage to chunk c + kSt
+/// (loads performed, proxies fenced, then the barrier) when there is one.
+template <int kSt = kStages, class StateT = float>
+__device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_state, uint64_t* full, const StateT* tile,
                                          int c, int tid, int warp, int lane) {
+  constexpr int kBytes = stage_bytes_of<StateT>();
   const int s = c % kSt;
   mbar_wait(&full[s], uint32_t(c / kSt) & 1u);
-  const float* st = reinterpret_cast<const float*>(s_state + s * kStageBytes) + (warp * kRPW) * K + lane * 4;
+  const StateT* st = reinterpret_cast<const StateT*>(s_state + s * kBytes) + (warp * kRPW) * K + lane * 4;
 #pragma unroll
-  for (int i = 0; i < kRPW; ++i) S[i] = *reinterpret_cast<const float4*>(st + i * K);
+  for (int i = 0; i < kRPW; ++i) S[i] = kda::cuda::load_smem_row4(st + i * K);
   if (c + kSt < kChunks) {
 #pragma unroll
     for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
     ptx::fence_proxy_async(ptx::space_shared);
     __syncthreads();
     if (tid == 0) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes);
-      bulk_g2s(s_state + s * kStageBytes, tile + (c + kSt) * kChunk * K, kStageBytes, &full[s]);
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kBytes);
+      bulk_g2s(s_state + s * kBytes, tile + (c + kSt) * kChunk * K, kBytes, &full[s]);
     }
+  }
+}
+
+/// The row kernels' barriers (kSt stages and the prepared vectors'), then the PDL hand-over (the
+/// previous step's tail overlaps everything before it).
+template <int kSt>
+__device__ __forceinline__ void begin_rows(uint64_t* full, uint64_t* prep_bar) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kSt; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::mbarrier_init(prep_bar, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+}
+
+/// One delta-rule token on the warp's rows from the prepared vectors `pt` (k̂ | q̂·scale | e | v |
+/// β, k̂·q̂), read per chunk as the six-CTA step kernel reads its token vectors.
+__device__ __forceinline__ void prepared_token(float4 (&S)[kRPW], const float* pt, int crow, int lane, float& u,
+                                               float& o) {
+  const float4 k4 = *reinterpret_cast<const float4*>(pt + 0 * K + lane * 4);
+  const float4 q4 = *reinterpret_cast<const float4*>(pt + 1 * K + lane * 4);
+  const float4 e4 = *reinterpret_cast<const float4*>(pt + 2 * K + lane * 4);
+  kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, pt[4 * K], pt[4 * K + 1], pt + 3 * K + crow, lane, u, o);
+}
+
+/// The gated RMSNorm of an item's 128 outputs o (shared memory, complete) into out[v] (bf16),
+/// threads 0–127; the out gate and norm weight loaded here, after the row loop (as the six-CTA
+/// step kernel does: loaded before it they are live across it, and its rungs spill at 40
+/// registers).
+__device__ __forceinline__ void gated_norm_late(const float* s_o, const uint16_t* og, const float* norm_w,
+                                                uint16_t* out, int tid, int lane) {
+  if (tid < K) {
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
+    ss = kda::cuda::warp_sum(ss);
+    const float g = kda::sigmoidf_(kda::bf16_to_f32(og[tid]));
+    const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
+    out[tid] = kda::f32_to_bf16(s_o[tid] * rn * norm_w[tid] * g);
   }
 }
 
 /// The row loop of the row kernels: for each chunk, its rows in S (chunk_in), then
 /// body(crow, S, urow, writer) — crow the warp's first row; after delta_rows, lane l holds u
 /// (l < 16) or o (l >= 16) of row crow + urow (− kRPW for o), written by the lanes `writer`.
-template <class Body>
-__device__ __forceinline__ void row_chunks(unsigned char* s_state, uint64_t* full, const float* tile, int tid, int warp,
-                                           int lane, Body&& body) {
+template <int kSt = kStages, class StateT = float, class Body>
+__device__ __forceinline__ void row_chunks(unsigned char* s_state, uint64_t* full, const StateT* tile, int tid,
+                                           int warp, int lane, Body&& body) {
   constexpr int G2 = 16 / kRPW;
   const int urow = lane / G2;
   const bool writer = lane % G2 == 0;
@@ -255,7 +325,7 @@ __device__ __forceinline__ void row_chunks(unsigned char* s_state, uint64_t* ful
   for (int c = 0; c < kChunks; ++c) {
     const int crow = c * kChunk + warp * kRPW;
     float4 S[kRPW];
-    chunk_in(S, s_state, full, tile, c, tid, warp, lane);
+    chunk_in<kSt>(S, s_state, full, tile, c, tid, warp, lane);
     body(crow, S, urow, writer);
   }
 }
@@ -263,28 +333,19 @@ __device__ __forceinline__ void row_chunks(unsigned char* s_state, uint64_t* ful
 /// The row kernels' start, as the step kernel's: barriers, the PDL hand-over (the previous
 /// step's tail overlaps), the request's slot (its one round trip before the copies), then
 /// thread 0's bulk copies of the item's prepared vectors (`prep_bytes`, none when 0) and of
-/// its first kStages chunks. Returns the item's state tile.
-__device__ __forceinline__ float* start_rows(float* state, const int32_t* slots, int H, int item, uint64_t* full,
-                                             uint64_t* prep_bar, unsigned char* s_state, float* s_prep,
-                                             const float* prep_src, uint32_t prep_bytes) {
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) ptx::mbarrier_init(&full[s], 1);
-    ptx::mbarrier_init(prep_bar, 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncthreads();
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-  float* tile = state + (int64_t(slots[item / H]) * H + item % H) * kTile;
+/// its first kSt chunks. Returns the item's state tile.
+template <int kSt = kStages, class StateT = float>
+__device__ __forceinline__ StateT* start_rows(StateT* state, const int32_t* slots, int H, int item, uint64_t* full,
+                                              uint64_t* prep_bar, unsigned char* s_state, float* s_prep,
+                                              const float* prep_src, uint32_t prep_bytes) {
+  begin_rows<kSt>(full, prep_bar);
+  StateT* tile = state + (int64_t(slots[item / H]) * H + item % H) * kTile;
   if (threadIdx.x == 0) {
     if (prep_bytes) {
       ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, prep_bar, prep_bytes);
       bulk_g2s(s_prep, prep_src, prep_bytes, prep_bar);
     }
-    for (int c = 0; c < kStages; ++c) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
-      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
-    }
+    first_chunks<kSt>(s_state, full, tile);
   }
   return tile;
 }
@@ -573,7 +634,6 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[kSt], prep_bar;
   __shared__ float s_o[K];
-  constexpr int G2 = 16 / kRPW;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int item = blockIdx.x, b = item / a.H, h = item % a.H;
   const int np = a.npend, pos0 = a.pos0;
@@ -581,14 +641,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
   float* s_recu = s_prep + Q * kPrep;
   float* s_reckg = s_recu + a.R * K;
   unsigned char* s_state = smem + staged_state_off(Q, a.R);
-  if (tid == 0) {
-    for (int s = 0; s < kSt; ++s) ptx::mbarrier_init(&full[s], 1);
-    ptx::mbarrier_init(&prep_bar, 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncthreads();
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
+  begin_rows<kSt>(full, &prep_bar);
   const int64_t row = int64_t(a.slots[b]) * a.H + h;  // the item's checkpoint and records row
   float* tile = a.state + row * kTile;
   float* ru = a.rec_u + row * a.R * K;
@@ -601,10 +654,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
       bulk_g2s(s_recu, ru, uint32_t(np * K * 4), &prep_bar);
       bulk_g2s(s_reckg, rkg, uint32_t(np * 2 * K * 4), &prep_bar);
     }
-    for (int c = 0; c < kSt; ++c) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes);
-      bulk_g2s(s_state + c * kStageBytes, tile + c * kChunk * K, kStageBytes, &full[c]);
-    }
+    first_chunks<kSt>(s_state, full, tile);
   }
   mbar_wait(&prep_bar, 0);
   if (kMath) {
@@ -620,13 +670,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
     const float4 v = *reinterpret_cast<const float4*>(s_prep + t * kPrep + (j < 32 ? 0 : 2 * K) + (j & 31) * 4);
     *reinterpret_cast<float4*>(rkg + (pos0 + t) * 2 * K + j * 4) = v;
   }
-  const int urow = lane / G2;
-  const bool writer = lane % G2 == 0;
-#pragma unroll 1
-  for (int c = 0; c < kChunks; ++c) {
-    const int crow = c * kChunk + warp * kRPW;
-    float4 S[kRPW];
-    chunk_in<kSt>(S, s_state, full, tile, c, tid, warp, lane);
+  row_chunks<kSt>(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
     if (kMath) {
 #pragma unroll 1
       for (int pp = 0; pp < np; ++pp) {
@@ -643,12 +687,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
     for (int t = 0; t < Q; ++t) {
       const float* pt = s_prep + t * kPrep;
       float u = S[0].x, o = S[0].y;
-      if (kMath) {  // the token vectors read per chunk (the six-CTA step kernel's lean form)
-        const float4 k4 = *reinterpret_cast<const float4*>(pt + 0 * K + lane * 4);
-        const float4 q4 = *reinterpret_cast<const float4*>(pt + 1 * K + lane * 4);
-        const float4 e4 = *reinterpret_cast<const float4*>(pt + 2 * K + lane * 4);
-        kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, pt[4 * K], pt[4 * K + 1], pt + 3 * K + crow, lane, u, o);
-      }
+      if (kMath) prepared_token(S, pt, crow, lane, u, o);
       if (writer) {
         if (lane < 16)
           ru[(pos0 + t) * K + crow + urow] = u;
@@ -658,36 +697,18 @@ __global__ void __launch_bounds__(kThreads, kCtas) staged_rows_kernel(const __gr
           a.out[(int64_t(item) * Q + t) * K + crow + urow - kRPW] = kda::f32_to_bf16(o);
       }
     }
-  }
+  });
   if (Q == 1 && kMath) {
     __syncthreads();  // s_o complete
-    if (tid < K) {
-      float ss = 0.f;
-#pragma unroll
-      for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
-      ss = kda::cuda::warp_sum(ss);
-      // (the out gate and norm weight loaded here, as the six-CTA step kernel does: before the
-      // loop they are live across it, and this kernel spilled at 40 registers)
-      const float og = kda::sigmoidf_(kda::bf16_to_f32(a.og[int64_t(b) * a.H * K + h * K + tid]));
-      const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
-      a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * a.norm_w[tid] * og);
-    }
+    const int64_t at = int64_t(b) * a.H * K + h * K;
+    gated_norm_late(s_o, a.og + at, a.norm_w, a.out + at, tid, lane);
   }
 }
 
 /// `rows16`, `move16` (see the top): the row kernel with bf16 state. The token vectors are read
 /// from the prepared vectors per chunk (the six-CTA step kernel's lean form: at 40 registers
 /// they are not held across the loop).
-struct Args16 {
-  uint16_t* state;       // [slots, H, V, K] bf16
-  const int32_t* slots;  // [B] of this step
-  const float* prep;     // [B·H, kPrep] of this step
-  const uint16_t* og;    // [B, D] out-gate input (bf16)
-  const float* norm_w;   // [K]
-  uint16_t* out;         // [B, D] bf16
-  int H;
-};
-constexpr int kStageBytes16 = kChunk * K * 2;  // 8 KiB
+constexpr int kStageBytes16 = stage_bytes_of<uint16_t>();  // 8 KiB
 
 template <bool kMath, int kCtas, int kSt>
 __global__ void __launch_bounds__(kThreads, kCtas) rows16_kernel(const __grid_constant__ Args16 a) {
@@ -695,57 +716,17 @@ __global__ void __launch_bounds__(kThreads, kCtas) rows16_kernel(const __grid_co
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[kSt], prep_bar;
   __shared__ float s_o[K];
-  constexpr int G2 = 16 / kRPW;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int item = blockIdx.x, b = item / a.H, h = item % a.H;
   float* s_prep = reinterpret_cast<float*>(smem);
   unsigned char* s_state = smem + kStateOff;
-  if (tid == 0) {
-    for (int s = 0; s < kSt; ++s) ptx::mbarrier_init(&full[s], 1);
-    ptx::mbarrier_init(&prep_bar, 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncthreads();
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-  uint16_t* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile;
-  if (tid == 0) {
-    if (kMath) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
-      bulk_g2s(s_prep, a.prep + int64_t(item) * kPrep, kPrepBytes, &prep_bar);
-    }
-    for (int c = 0; c < kSt; ++c) {
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[c], kStageBytes16);
-      bulk_g2s(s_state + c * kStageBytes16, tile + c * kChunk * K, kStageBytes16, &full[c]);
-    }
-  }
+  uint16_t* tile = start_rows<kSt>(a.state, a.slots, a.H, item, full, &prep_bar, s_state, s_prep,
+                                   a.prep + int64_t(item) * kPrep, kMath ? kPrepBytes : 0);
   if (kMath) mbar_wait(&prep_bar, 0);
-  const int urow = lane / G2;
-  const bool writer = lane % G2 == 0;
-#pragma unroll 1
-  for (int c = 0; c < kChunks; ++c) {
-    const int s = c % kSt, crow = c * kChunk + warp * kRPW;
-    mbar_wait(&full[s], uint32_t(c / kSt) & 1u);
-    const uint16_t* st = reinterpret_cast<const uint16_t*>(s_state + s * kStageBytes16) + (warp * kRPW) * K + lane * 4;
-    float4 S[kRPW];
-#pragma unroll
-    for (int i = 0; i < kRPW; ++i) S[i] = kda::cuda::load_smem_row4(st + i * K);
-    if (c + kSt < kChunks) {  // (the refill as chunk_in's)
-#pragma unroll
-      for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
-      ptx::fence_proxy_async(ptx::space_shared);
-      __syncthreads();
-      if (tid == 0) {
-        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], kStageBytes16);
-        bulk_g2s(s_state + s * kStageBytes16, tile + (c + kSt) * kChunk * K, kStageBytes16, &full[s]);
-      }
-    }
+  row_chunks<kSt>(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
     if (kMath) {
-      const float4 k4 = *reinterpret_cast<const float4*>(s_prep + 0 * K + lane * 4);
-      const float4 q4 = *reinterpret_cast<const float4*>(s_prep + 1 * K + lane * 4);
-      const float4 e4 = *reinterpret_cast<const float4*>(s_prep + 2 * K + lane * 4);
       float u, o;
-      kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, s_prep[4 * K], s_prep[4 * K + 1], s_prep + 3 * K + crow, lane, u, o);
+      prepared_token(S, s_prep, crow, lane, u, o);
       if (writer && lane >= 16) s_o[crow + urow - kRPW] = o;
     } else {
 #pragma unroll
@@ -753,18 +734,11 @@ __global__ void __launch_bounds__(kThreads, kCtas) rows16_kernel(const __grid_co
     }
 #pragma unroll
     for (int i = 0; i < kRPW; ++i) IO::store(tile + (crow + i) * K + lane * 4, S[i]);
-  }
+  });
   if (kMath) {
     __syncthreads();  // s_o complete
-    if (tid < K) {
-      float ss = 0.f;
-#pragma unroll
-      for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
-      ss = kda::cuda::warp_sum(ss);
-      const float og = kda::sigmoidf_(kda::bf16_to_f32(a.og[int64_t(b) * a.H * K + h * K + tid]));
-      const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
-      a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * a.norm_w[tid] * og);
-    }
+    const int64_t at = int64_t(b) * a.H * K + h * K;
+    gated_norm_late(s_o, a.og + at, a.norm_w, a.out + at, tid, lane);
   }
 }
 
@@ -849,6 +823,36 @@ void ref_append_item(const float* S0, const float* ru, const float* rkg, int np,
 
 float bf16f(uint16_t x) { return kda::bf16_to_f32(x); }
 
+/// The bytes kda_bench counts for a step once (BENCHMARKS.md; its floor_bytes in gate modes 0 and
+/// 1: f_a per request, F_B once per head): `state` bytes per item (the state, the records) plus
+/// each item's window (W − 1 = 3 columns read, 2 + q written) and its q rows (q, k, v, out gate,
+/// β, output).
+double step_floor_bytes(int H, int B, int q, double state) {
+  return double(H) * B * (state + 3.0 * K * (3 + (2 + q)) * 2 + q * (4.0 * K * 2 + 2 + K * 2)) + double(B) * q * K * 2 +
+         double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4);
+}
+
+/// µs per step of a graph of `steps` launches, `enqueue(i)` each (BENCHMARKS.md).
+template <class Enqueue>
+double step_us(cudaStream_t st, int steps, Enqueue&& enqueue) {
+  return graph_replay_ms(st,
+                         [&] {
+                           for (int i = 0; i < steps; ++i) enqueue(i);
+                         }) *
+         1e3 / steps;
+}
+
+/// A rung table's header, and a rung's line: µs, the floor of the bytes it moves, × that floor,
+/// % of the copy ceiling, × the floor of the step it stands for (`step_us`).
+void rung_header(int width) {
+  std::printf("%-*s %10s %12s %8s %9s %12s\n", width, "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+}
+void rung_line(int width, const char* name, double us, double bytes, double ceiling, double step_floor_us) {
+  const double fl = bytes / ceiling * 1e6;
+  std::printf("%-*s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", width, name, us, fl, fl > 0 ? us / fl : 0.0,
+              100.0 * (bytes / (us * 1e-6)) / ceiling, us / step_floor_us);
+}
+
 /// The records rows of the append and fused rungs, R records per (slot, head): u [slots, H, R, K]
 /// and k | g [slots, H, R, 2K], u ~ 0.1·N(0, 1), k ~ N(0, 1/K), g = −0.3·|N(0, 1)| (one slot's
 /// worth drawn, copied to every slot).
@@ -894,15 +898,7 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
     for (int sl = 0; sl < P; ++sl)
       CK(cudaMemcpy(state + size_t(sl) * H * kTile, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
   }
-  auto args = [&](int i) {
-    return Args16{state,
-                  slots + size_t(i) * B,
-                  prep + size_t(i) * items * kPrep,
-                  og + size_t(i) * B * D,
-                  nw,
-                  out + size_t(i) * B * D,
-                  H};
-  };
+  auto args = [&](int i) { return row_args(state, slots, prep, og, nw, out, H, B, i); };
   struct Form {
     const char* name;
     void (*fn)(Args16);
@@ -958,23 +954,15 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
 
   // ---- the rungs ------------------------------------------------------------------------------
   const double tile = kTile * 2.0;
-  const double step_fl = (double(items) * (2 * tile + 3.0 * K * (3 + 3) * 2 + (4.0 * K * 2 + 2 + K * 2)) +
-                          double(B) * K * 2 + double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4)) /
-                         ceiling * 1e6;
+  const double step_fl = step_floor_bytes(H, B, 1, 2 * tile) / ceiling * 1e6;
   std::printf("# bf16 decode step floor (kda_bench's bytes, gate modes 0 / 1): %.2f us\n", step_fl);
-  std::printf("%-9s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  rung_header(9);
   for (const Form& f : forms) {
     const int smem = smem_of(f.stages);
-    const double us = graph_replay_ms(st,
-                                      [&] {
-                                        for (int i = 0; i < N; ++i)
-                                          launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i));
-                                      }) *
-                      1e3 / N;
-    const double bytes = double(items) * (2 * tile + (f.math ? kPrepBytes + K * 2.0 + K * 2.0 : 0.0));
-    const double fl = bytes / ceiling * 1e6;
-    std::printf("%-9s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", f.name, us, fl, us / fl,
-                100.0 * (bytes / (us * 1e-6)) / ceiling, us / step_fl);
+    const double us =
+        step_us(st, N, [&](int i) { launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i)); });
+    rung_line(9, f.name, us, double(items) * (2 * tile + (f.math ? kPrepBytes + K * 2.0 + K * 2.0 : 0.0)), ceiling,
+              step_fl);
   }
   CK(cudaFree(state));
   return failed;
@@ -1089,26 +1077,15 @@ int fused_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, flo
 
   // ---- the rungs: N steps on disjoint slots (BENCHMARKS.md) -----------------------------------
   const double tile = K * K * 4.0, rec = 3.0 * K * 4;
-  // kda_bench's fused bytes, q = pending = 4, gate modes 0 / 1 (f_a per request)
-  const double step_fl =
-      (double(items) * (tile + tile + rec * Q + rec * Q + 3.0 * K * (3 + (2 + Q)) * 2 + Q * (4.0 * K * 2 + 2 + K * 2)) +
-       double(B) * Q * K * 2 + double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4)) /
-      ceiling * 1e6;
+  const double step_fl = step_floor_bytes(H, B, Q, 2 * tile + 2 * Q * rec) / ceiling * 1e6;  // pending = q
   std::printf("# fused step floor (kda_bench's bytes, q = pending = 4): %.2f us\n", step_fl);
-  std::printf("%-9s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  rung_header(9);
   for (const Form& f : forms) {
     const int smem = smem_of(f.stages);
-    const double us = graph_replay_ms(st,
-                                      [&] {
-                                        for (int i = 0; i < N; ++i)
-                                          launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i));
-                                      }) *
-                      1e3 / N;
+    const double us =
+        step_us(st, N, [&](int i) { launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i)); });
     // the checkpoint read and written, Q records read and Q written, the prepared vectors, bf16(o)
-    const double bytes = double(items) * (2 * tile + 2 * Q * rec + Q * (kPrepBytes + K * 2.0));
-    const double fl = bytes / ceiling * 1e6;
-    std::printf("%-9s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", f.name, us, fl, us / fl,
-                100.0 * (bytes / (us * 1e-6)) / ceiling, us / step_fl);
+    rung_line(9, f.name, us, double(items) * (2 * tile + 2 * Q * rec + Q * (kPrepBytes + K * 2.0)), ceiling, step_fl);
   }
   CK(cudaFree(prepq));
   CK(cudaFree(outq));
@@ -1221,34 +1198,24 @@ int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, fl
 
   // ---- the rungs: N groups of B slots, each through a whole cycle of Qr steps (the steps of a
   //      cycle N apart in the graph, as kda_bench's append timing) ----------------------------
-  auto step_floor = [&](int Qr) {  // kda_bench's append bytes (gate modes 0 / 1: f_a per request)
+  auto step_floor = [&](int Qr) {  // kda_bench's append step, averaged over the cycle
     const double tile = K * K * 4.0, rec = 3.0 * K * 4;
-    const double per_item =
-        tile + tile / Qr + rec * (1 + (Qr + 1) / 2.0) + 3.0 * K * (3 + 3) * 2 + (4.0 * K * 2 + 2 + K * 2);
-    return (double(items) * per_item + double(B) * K * 2 + double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4)) /
-           ceiling * 1e6;
+    return step_floor_bytes(H, B, 1, tile + tile / Qr + rec * (1 + (Qr + 1) / 2.0)) / ceiling * 1e6;
   };
   std::printf("# append step floor (kda_bench's bytes): Qr = 8 %.1f us, Qr = 16 %.1f us\n", step_floor(8),
               step_floor(16));
-  std::printf("%-8s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  rung_header(8);
   for (const Form& f : forms) {
-    const int steps = N * f.Qr, smem = smem_of(f.Qr, f.stages);
-    const double us = graph_replay_ms(st,
-                                      [&] {
-                                        for (int i = 0; i < steps; ++i) {
-                                          const int j = i / N;
-                                          launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st,
-                                                     args(i % N, f.Qr, j == 0 ? f.Qr : j));
-                                        }
-                                      }) *
-                      1e3 / steps;
+    const int smem = smem_of(f.Qr, f.stages);
+    const double us = step_us(st, N * f.Qr, [&](int i) {
+      const int j = i / N;
+      launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i % N, f.Qr, j == 0 ? f.Qr : j));
+    });
     // per step on average: the checkpoint read, written back once a cycle, (Qr + 1) / 2 records
     // read, one written, the prepared vectors; the out gate and the output (arows)
     const double per_item = kTile * 4.0 * (1 + 1.0 / f.Qr) + 3.0 * K * 4 * ((f.Qr + 1) / 2.0 + 1) + kPrepBytes +
                             (f.name[1] == 'r' ? K * 2 + K * 2 : 0);
-    const double fl = double(items) * per_item / ceiling * 1e6;
-    std::printf("%-8s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", f.name, us, fl, us / fl,
-                100.0 * (double(items) * per_item / (us * 1e-6)) / ceiling, us / step_floor(f.Qr));
+    rung_line(8, f.name, us, double(items) * per_item, ceiling, step_floor(f.Qr));
   }
   return failed;
 }
@@ -1262,27 +1229,20 @@ int main(int argc, char** argv) {
   bool fused = false;   // --fused: the fused rungs only
   bool bf16 = false;    // --bf16: the bf16 rungs only
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--csv") {
+    const std::string arg = argv[i];
+    if (arg == "--csv") {
       ++i;
       continue;
     }
-    if (std::string(argv[i]) == "--floors") {
-      floors = true;
-      continue;
-    }
-    if (std::string(argv[i]) == "--append") {
-      append = true;
-      continue;
-    }
-    if (std::string(argv[i]) == "--fused") {
-      fused = true;
-      continue;
-    }
-    if (std::string(argv[i]) == "--bf16") {
-      bf16 = true;
-      continue;
-    }
-    pos.push_back(std::atoi(argv[i]));
+    bool* flag = arg == "--floors"   ? &floors
+                 : arg == "--append" ? &append
+                 : arg == "--fused"  ? &fused
+                 : arg == "--bf16"   ? &bf16
+                                     : nullptr;
+    if (flag)
+      *flag = true;
+    else
+      pos.push_back(std::atoi(argv[i]));
   }
   const int H = pos.size() >= 2 ? pos[0] : 96, B = pos.size() >= 2 ? pos[1] : 256;
   const int D = H * K, items = H * B;
@@ -1345,15 +1305,7 @@ int main(int argc, char** argv) {
   CK(cudaMemcpy(nw, nw_h.data(), K * 4, cudaMemcpyHostToDevice));
   CK(cudaFuncSetAttribute(rows_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   CK(cudaFuncSetAttribute(rows_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  auto args = [&](int i) {
-    return Args{state,
-                slots + size_t(i) * B,
-                prep + size_t(i) * items * kPrep,
-                og + size_t(i) * B * D,
-                nw,
-                out + size_t(i) * B * D,
-                H};
-  };
+  auto args = [&](int i) { return row_args(state, slots, prep, og, nw, out, H, B, i); };
 
   // rows/S: the kernels, their shared memory (the prepared vectors, then every chunk of the rank's rows)
   void (*const split_fns[])(Args) = {rows_split_kernel<1>,   rows_split_kernel<2>,    rows_split_kernel<4>,
@@ -1502,8 +1454,7 @@ int main(int argc, char** argv) {
   // ---- the copy ceiling and the rungs ---------------------------------------------------
   const double ceiling = copy_ceiling();
   const double row_bytes = double(items) * (2.0 * kTile * 4 + kPrepBytes + K * 2 + K * 2);
-  const double step_bytes = double(items) * (2.0 * kTile * 4 + 2 * 3 * K * 3 * 2 + 4 * K * 2 + 2 + K * 2) +
-                            double(B) * K * 2 + double(H) * (K * K * 2 + 3 * 4 * K * 4);
+  const double step_bytes = step_floor_bytes(H, B, 1, 2.0 * kTile * 4);
   std::printf("# copy ceiling %.0f GB/s; decode step floor %.1f us (kda_bench's bytes)\n", ceiling / 1e9,
               step_bytes / ceiling * 1e6);
   cudaStream_t st;
@@ -1516,17 +1467,10 @@ int main(int argc, char** argv) {
     if (failed + rc) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed + rc);
     return failed + rc ? 1 : 0;
   }
-  std::printf("%-6s %10s %12s %8s %9s %12s\n", "rung", "us/step", "floor us", "x", "%ceil", "x step floor");
+  rung_header(6);
   // one rung: N steps of `enqueue_step(i)` in a graph (BENCHMARKS.md), its line of the table
   auto rung = [&](const char* name, double bytes, auto&& enqueue_step) {
-    const double us = graph_replay_ms(st,
-                                      [&] {
-                                        for (int i = 0; i < N; ++i) enqueue_step(i);
-                                      }) *
-                      1e3 / N;
-    const double fl = bytes / ceiling * 1e6;
-    std::printf("%-6s %10.2f %12.2f %8.3f %8.1f%% %12.3f\n", name, us, fl, fl > 0 ? us / fl : 0.0,
-                100.0 * (bytes / (us * 1e-6)) / ceiling, us / (step_bytes / ceiling * 1e6));
+    rung_line(6, name, step_us(st, N, enqueue_step), bytes, ceiling, step_bytes / ceiling * 1e6);
   };
   // the prologue's bytes: windows read + written, its rows (q, k, v, beta, f_a), the prepared
   // vectors written, F_B once per CTA
