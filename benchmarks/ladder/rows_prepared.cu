@@ -879,6 +879,10 @@ struct RecordRows {
   }
 };
 
+/// The larger error, where a NaN (an output left poisoned, a state gone wrong) is the largest:
+/// std::max would drop it.
+double worse(double worst, double e) { return std::isnan(e) || e > worst ? e : worst; }
+
 /// The bf16 rungs (`--bf16`): a bf16 copy of every slot's state, the check of `rows16` against
 /// the CPU reference (the state as stored: within one bf16 rounding of the reference's, which sums
 /// its dots in another order), then move16 / rows16 / rows16/4 / rows16c4 with, beside each, the
@@ -924,6 +928,7 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
     for (int j = 0; j < sample; ++j)
       CK(cudaMemcpy(before.data() + size_t(j) * kTile, tile_of(picked[j]), kTile * 2, cudaMemcpyDeviceToHost));
     const Form& f = forms[1];
+    CK(cudaMemset(out, 0xff, size_t(B) * D * 2));  // poisoned (bf16 NaN): every output must be written
     f.fn<<<items, kThreads, smem_of(f.stages)>>>(args(0));
     CK(cudaDeviceSynchronize());
     std::vector<uint16_t> out_h(size_t(B) * D);
@@ -937,11 +942,11 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
       CK(cudaMemcpy(after.data(), tile_of(it), kTile * 2, cudaMemcpyDeviceToHost));
       // within one rounding: |stored − S| <= 2^-8·|S| (+ a floor for values near 0)
       for (int i = 0; i < kTile; ++i)
-        worst_s = std::max(worst_s, std::fabs(double(bf16f(after[i])) - S[i]) / (std::fabs(S[i]) * 0x1p-8 + 1e-6));
+        worst_s = worse(worst_s, std::fabs(double(bf16f(after[i])) - S[i]) / (std::fabs(S[i]) * 0x1p-8 + 1e-6));
       for (int r = 0; r < K; ++r) {
         const float ogv = 1.f / (1.f + std::exp(-bf16f(og_h[size_t(b) * D + h * K + r])));
         const float got = bf16f(out_h[size_t(b) * D + h * K + r]);
-        worst_o = std::max(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
+        worst_o = worse(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
       }
     }
     const bool ok = worst_s <= 1.0 && worst_o < 1e-2;
@@ -1033,6 +1038,7 @@ int fused_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, flo
       CK(cudaMemcpy(u0.data() + size_t(j) * Q * K, ru + r * Q * K, Q * K * 4, cudaMemcpyDeviceToHost));
       CK(cudaMemcpy(kg0.data() + size_t(j) * Q * 2 * K, rkg + r * Q * 2 * K, Q * 2 * K * 4, cudaMemcpyDeviceToHost));
     }
+    CK(cudaMemset(outq, 0xff, size_t(items) * Q * K * 2));  // poisoned (bf16 NaN): every output must be written
     f.fn<<<items, kThreads, smem_of(f.stages)>>>(args(0));
     CK(cudaDeviceSynchronize());
     std::vector<uint16_t> out_h(size_t(items) * Q * K);
@@ -1052,7 +1058,7 @@ int fused_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, flo
       CK(cudaMemcpy(ug.data(), ru + r * Q * K, Q * K * 4, cudaMemcpyDeviceToHost));
       CK(cudaMemcpy(kgg.data(), rkg + r * Q * 2 * K, Q * 2 * K * 4, cudaMemcpyDeviceToHost));
       for (int i = 0; i < kTile; ++i)
-        worst_s = std::max(worst_s, std::fabs(double(Sf[i]) - after[i]) / (std::fabs(Sf[i]) + 1e-2));
+        worst_s = worse(worst_s, std::fabs(double(Sf[i]) - after[i]) / (std::fabs(Sf[i]) + 1e-2));
       // the tokens: each from the state the previous one left (the prepared vectors are the item's)
       std::copy(Sf.begin(), Sf.end(), S2.begin());
       for (int t = 0; t < Q; ++t) {
@@ -1060,9 +1066,9 @@ int fused_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, flo
         token_raw(S2.data(), p, S.data(), u.data(), raw.data());
         std::copy(S.begin(), S.end(), S2.begin());
         for (int v = 0; v < K; ++v) {
-          worst_u = std::max(worst_u, std::fabs(double(u[v]) - ug[t * K + v]) / (std::fabs(u[v]) + 1e-2));
+          worst_u = worse(worst_u, std::fabs(double(u[v]) - ug[t * K + v]) / (std::fabs(u[v]) + 1e-2));
           const float got = bf16f(out_h[(size_t(it) * Q + t) * K + v]);
-          worst_o = std::max(worst_o, double(std::fabs(raw[v] - got)) / (std::fabs(raw[v]) + 1e-2));
+          worst_o = worse(worst_o, double(std::fabs(raw[v] - got)) / (std::fabs(raw[v]) + 1e-2));
         }
         for (int c = 0; c < K; ++c) kg_wrong += kgg[t * 2 * K + c] != p[c] || kgg[t * 2 * K + K + c] != p[2 * K + c];
       }
@@ -1155,6 +1161,7 @@ int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, fl
         CK(cudaMemcpy(kg0.data() + size_t(j) * f.Qr * 2 * K, rkg + r * f.Qr * 2 * K, f.Qr * 2 * K * 4,
                       cudaMemcpyDeviceToHost));
       }
+      CK(cudaMemset(out, 0xff, size_t(B) * D * 2));  // poisoned (bf16 NaN): every output must be written
       f.fn<<<items, kThreads, smem_of(f.Qr, f.stages)>>>(args(0, f.Qr, np));
       CK(cudaDeviceSynchronize());
       std::vector<uint16_t> out_h(size_t(B) * D);
@@ -1175,13 +1182,13 @@ int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, fl
         const float* want = np == f.Qr ? Sf.data() : s0.data() + size_t(j) * kTile;
         for (int i = 0; i < kTile; ++i) {
           const double e = std::fabs(double(want[i]) - after[i]);
-          worst_s = std::max(worst_s, np == f.Qr ? e / (std::fabs(want[i]) + 1e-2) : (want[i] != after[i] ? 1.0 : 0.0));
+          worst_s = worse(worst_s, np == f.Qr ? e / (std::fabs(want[i]) + 1e-2) : (want[i] != after[i] ? 1.0 : 0.0));
         }
         for (int v = 0; v < K; ++v) {
-          worst_u = std::max(worst_u, std::fabs(double(u[v]) - ug[v]) / (std::fabs(u[v]) + 1e-2));
+          worst_u = worse(worst_u, std::fabs(double(u[v]) - ug[v]) / (std::fabs(u[v]) + 1e-2));
           const float ogv = 1.f / (1.f + std::exp(-bf16f(og_h[size_t(b) * D + h * K + v])));
           const float got = bf16f(out_h[size_t(b) * D + h * K + v]);
-          worst_o = std::max(worst_o, double(std::fabs(o[v] * ogv - got)) / (std::fabs(o[v] * ogv) + 1e-2));
+          worst_o = worse(worst_o, double(std::fabs(o[v] * ogv - got)) / (std::fabs(o[v] * ogv) + 1e-2));
         }
         const float* pv = prep_h.data() + size_t(it) * kPrep;
         for (int c = 0; c < K; ++c) kg_wrong += kgg[c] != pv[c] || kgg[K + c] != pv[2 * K + c];
@@ -1345,11 +1352,11 @@ int main(int argc, char** argv) {
       const float* p = prep_h.data() + size_t(it) * kPrep;
       ref_item(before.data() + size_t(j) * kTile, p, 1.f, nw_h.data(), S.data(), outr.data());
       for (int i = 0; i < kTile; ++i)
-        worst_s = std::max(worst_s, double(std::fabs(S[i] - after[size_t(j) * kTile + i])) / 0.05);
+        worst_s = worse(worst_s, double(std::fabs(S[i] - after[size_t(j) * kTile + i])) / 0.05);
       for (int r = 0; r < K; ++r) {
         const float ogv = 1.f / (1.f + std::exp(-bf16f(og_h[size_t(b) * D + h * K + r])));
         const float got = bf16f(out_h[size_t(b) * D + h * K + r]);
-        worst_o = std::max(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
+        worst_o = worse(worst_o, double(std::fabs(outr[r] * ogv - got)) / (std::fabs(outr[r] * ogv) + 1e-2));
       }
     }
     std::printf("# check %s (%d items): state max |err| / 0.05 = %.2e, out max rel err = %.2e (bf16: < 1e-2) -> %s\n",
@@ -1444,7 +1451,7 @@ int main(int argc, char** argv) {
       want[4 * K] = 1 / (1 + std::exp(-double(bf16f(beta_h[size_t(b) * H + h]))));
       want[4 * K + 1] = sqk * ik * iq * kda::kQScale;
       for (int i = 0; i < 4 * K + 2; ++i)
-        worst = std::max(worst, std::fabs(want[i] - got[size_t(it) * kPrep + i]) / (std::fabs(want[i]) + 1e-3));
+        worst = worse(worst, std::fabs(want[i] - got[size_t(it) * kPrep + i]) / (std::fabs(want[i]) + 1e-3));
     }
     std::printf("# check prep (%d items): max rel err %.2e, window columns wrong %ld -> %s\n", sample, worst, bad_win,
                 worst < 1e-3 && bad_win == 0 ? "PASS" : "FAIL");
