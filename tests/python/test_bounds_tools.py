@@ -129,3 +129,29 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
         "decode mode 2 <= 1.05 x floor 96 256"
     )
     assert "OUT OF REACH" in line("decode mode 2 <= 0.90 x vLLM 96 8")  # 31.60 > 31.45
+
+
+def test_bounds_verdict_takes_the_median_of_repeated_runs(tmp_path, capsys):
+    # the faster decode run (860 us) would set the append target at 559 us and call 570 out of reach;
+    # the median of the three (900 us) sets it at 585
+    tool = load_tree_script("benchmarks/ladder/bounds_verdict.py")
+    _rows_prepared(
+        tmp_path,
+        "ladder_rows_prepared_0.txt",
+        96,
+        256,
+        [
+            "rung        us/step     floor us        x     %ceil x step floor",
+            "arows4/8     570.00       490.00    1.163     88.0%        1.113",
+        ],
+    )
+    for i, us in enumerate((900.0, 860.0, 900.0)):
+        _csv(
+            tmp_path,
+            f"ladder_kda_bench_{i}.csv",
+            [("decode", "f32", "auto", 96, 256, 0, us, 800.0, 900.0, "wide", 1, 1)],
+        )
+    assert tool.main(str(tmp_path)) == 0
+    out = [" ".join(x.split()) for x in capsys.readouterr().out.splitlines()]
+    line = next(x for x in out if x.startswith("append Qr=8 <= 0.65 x decode 96 256"))
+    assert "within reach (15.00 us left)" in line
