@@ -97,18 +97,14 @@ inline constexpr int kMaxSplit = KDA_MAX_SPLIT;
 #endif
 inline constexpr int kSplitCtasPerSm = KDA_SPLIT_CTAS_PER_SM;
 inline constexpr int64_t kSplitClusterMaxCtas = KDA_SPLIT_CLUSTER_MAX_CTAS;
-/// KDA_SPLIT_SPREAD_SLACK: the ladder's knob. A spread Split grid is padded so that this many
-/// CTAs per SM more than ⌈ctas / sms⌉ fit (0: exactly that many): room for a cluster that finds
-/// no GPC with enough free SMs to take a second CTA on an SM instead of waiting for a wave.
-/// Room for one more lost at every point (decode at one request, gate mode 0; with clusters of 4
-/// and 8 up to 128 CTAs): H = 32 Split 4 5.46 µs against the rule's Split 2 5.26, and the same
-/// splits as the rule lose too, H = 24 5.06 against 4.54 (PDL lets the next step's CTAs onto
-/// the SM beside this one's, inferred). Two CTAs per SM with clusters up to 192 CTAs (rung c2): H = 48
-/// Split 4 5.83 against 5.86, a tie; H = 24 Split 8 4.82 against 4.54 (docs/data/ladder_s40/run1).
-#ifndef KDA_SPLIT_SPREAD_SLACK
-#define KDA_SPLIT_SPREAD_SLACK 0
-#endif
-inline constexpr int kSplitSpreadSlack = KDA_SPLIT_SPREAD_SLACK;
+/// A spread Split grid is padded so that exactly ⌈ctas / sms⌉ CTAs fit on an SM. Room for one
+/// more (a cluster that finds no GPC with enough free SMs could then take a second CTA on an SM
+/// instead of waiting for a wave) lost at every point (decode at one request, gate mode 0; with
+/// clusters of 4 and 8 up to 128 CTAs): H = 32 Split 4 5.46 µs against the rule's Split 2 5.26,
+/// and the same splits as the rule lose too, H = 24 5.06 against 4.54 (PDL lets the next step's
+/// CTAs onto the SM beside this one's, inferred). Two CTAs per SM with clusters up to 192 CTAs
+/// (KDA_SPLIT_CTAS_PER_SM=2, KDA_SPLIT_CLUSTER_MAX_CTAS=192): H = 48 Split 4 5.83 against 5.86, a
+/// tie; H = 24 Split 8 4.82 against 4.54 (docs/data/ladder_s40/run1).
 
 /// Split / Wide: the occupancy the kernel is laid out for. A CTA streams its rows through
 /// `stages` shared-memory stages; more CTAs per SM hide more of each item's dependent phases,
@@ -299,8 +295,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
       // spread: pad the CTA so that ⌈ctas / sms⌉ CTAs fit on an SM and one more does not
       // (counting only the driver's 1 KiB per CTA for the latter)
       if (per_sm > 0 && per_sm < smem_per_sm / (bytes + kStepSmemPerCtaOverhead)) {
-        const int64_t room = per_sm + (split > 1 ? kSplitSpreadSlack : 0);  // CTAs per SM that fit
-        const int64_t pad = (smem_per_sm / (room + 1) - 1024 + 16) / 16 * 16;
+        const int64_t pad = (smem_per_sm / (per_sm + 1) - 1024 + 16) / 16 * 16;
         if (pad > bytes && pad + 256 <= smem_optin && per_sm * (pad + kStepSmemPerCtaOverhead) <= smem_per_sm)
           return {st, int(per_sm), pad};
       }
