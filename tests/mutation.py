@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Mutation check of the test suite: plants realistic bugs in the CPU backend, one at a time,
+"""Mutation check of the test suite: plants realistic bugs in the CPU backend, in the code both
+backends share (request resolution, numerics) and in the host-side validation, one at a time,
 and confirms that the suite fails on each.
 
     python3 tests/mutation.py                 # every mutation, C++ and Python suites
@@ -9,11 +10,14 @@ and confirms that the suite fails on each.
 Run it when changing the tests (it is not part of CI). It works on a scratch copy of the
 sources under build/mutation/ (the work tree is never modified): a CPU-only build
 (KDA_CPU_ONLY) of the library, the GoogleTest suite and the Python extension. It first checks
-that both suites pass on the unmodified copy, then for each mutation rewrites
-src/cpu/cpu_backend.cpp of the copy, rebuilds, runs the CPU C++ suite (kda_tests, all tests,
-failures counted) and the Python suite (pytest -x: the first failing test), and restores the
-file. Every GPU variant is judged against the CPU backend, so a bug the suite cannot see here
-hides the same bug in the kernels. Exit status 1 when a mutation is missed by both suites.
+that both suites pass on the unmodified copy, then for each mutation rewrites its file in the
+copy (src/cpu/cpu_backend.cpp unless the mutation names another), rebuilds, runs the CPU C++
+suite (kda_tests, all tests, failures counted) and the Python suite (pytest -x: the first failing
+test), and restores the file. Every GPU variant is judged against the CPU backend, so a bug the
+suite cannot see here hides the same bug in the kernels; a bug in what both backends share
+(include/kda/request.h, include/kda/numerics.h) is invisible to that comparison and must be
+caught by the float64 reference, the golden data or the error-flag tests. Exit status 1 when a
+mutation is missed by both suites.
 """
 from __future__ import annotations
 
@@ -27,8 +31,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = "src/cpu/cpu_backend.cpp"
+REQUEST, NUMERICS, VALIDATE = "include/kda/request.h", "include/kda/numerics.h", "src/validate/step.cpp"
 
-# (name, what the bug is, [(original text, replacement)]): each original must occur exactly once.
+# (name, what the bug is, [(original text, replacement)][, file]): each original must occur exactly
+# once in the file (default TARGET).
 MUTATIONS = [
     ("rms-eps-fixed", "the RMSNorm epsilon hard-coded to 1e-5 instead of the layer's eps",
      [("sqrtf(ss / float(K) + p.eps)", "sqrtf(ss / float(K) + 1e-5f)")]),
@@ -61,6 +67,39 @@ MUTATIONS = [
        "if (mode == StepMode::kAppend) p.pending[r.row * p.pending_stride] = pos0;")]),
     ("append-fold-one-short", "an append step's running copy folds one pending record fewer",
      [("p.Qr, r.row, h, r.pending);", "p.Qr, r.row, h, mode == StepMode::kAppend ? r.pending - 1 : r.pending);")]),
+    # the output norm (SPEC §3, §9)
+    ("norm-weight-ignored", "the gated RMSNorm drops its weight",
+     [("o[v] * rr * p.norm_w[v] * sigmoidf_(", "o[v] * rr * sigmoidf_(")]),
+    ("out-gate-not-activated", "the output gate taken raw instead of through the sigmoid",
+     [("* sigmoidf_(bf16_to_f32(og[v])));", "* bf16_to_f32(og[v]));")]),
+    # what both backends share: the request's resolution and its error flags (SPEC §4)
+    ("pending-qr-rejected", "pending = Qr flagged as an error (the contract allows pending <= Qr)",
+     [("if (pend > p.Qr || pend < 0) f |= kPending;", "if (pend >= p.Qr || pend < 0) f |= kPending;")], REQUEST),
+    ("accepted-window-short", "the largest valid accepted (window - W + 2) flagged as an error",
+     [("acc <= p.window - p.W + 2", "acc <= p.window - p.W + 1")], REQUEST),
+    ("out-slot-null-accepted", "out_slots equal to the null slot not flagged",
+     [("os >= p.state_slots || os == p.null_slot) f |= kRowRange;", "os >= p.state_slots) f |= kRowRange;")],
+     REQUEST),
+    ("record-row-null-accepted", "a records row equal to the null slot not flagged (step)",
+     [("p.record_rows_stride] : s0;\n      const bool row_ok = row >= 0 && row < p.record_rows_n && row != p.null_slot;",
+       "p.record_rows_stride] : s0;\n      const bool row_ok = row >= 0 && row < p.record_rows_n;")], REQUEST),
+    ("per-token-later-slot-unchecked", "a per-token slot id >= the pool after the start not flagged",
+     [("if (!is_pad_id(id, p.null_slot) && id >= p.state_slots) f |= kSlotRange;", "(void)id;")], REQUEST),
+    ("commit-count-unbounded", "a commit count above Qr not flagged",
+     [("if (n < 0 || n > p.Qr) f |= kPending;", "if (n < 0) f |= kPending;")], REQUEST),
+    # what both backends share: the gate's functions (SPEC §3)
+    ("lower-bound-gate-without-a", "the lower-bound gate takes sigmoid(z) instead of sigmoid(exp(A_log) z)",
+     [("lower_bound * sigmoidf_<APPROX>(a * z)", "lower_bound * sigmoidf_<APPROX>(z)")], NUMERICS),
+    ("softplus-threshold-zero", "softplus(z) = z from z > 0 instead of from z > 20",
+     [("return z > kSoftplusThreshold ? z : log1pf(expf(z));", "return z > 0.f ? z : log1pf(expf(z));")],
+     NUMERICS),
+    # host-side validation (shape and layout errors are exceptions, SPEC §4)
+    ("window-need-one-short", "a conv window one column too short for q accepted",
+     [("const int64_t need = layer.W - 2 + key.q;", "const int64_t need = layer.W - 3 + key.q;")], VALIDATE),
+    ("out-rows-overlap", "an out row stride below D (overlapping rows) accepted",
+     [("if (rows > 1 && out.strides[0] < D)", "if (rows > 1 && out.strides[0] < 1)")], VALIDATE),
+    ("per-token-slots-short", "per-token slots with a column fewer than q accepted",
+     [("expect_dim_at_least(sl, \"slots\", 1, a.q,", "expect_dim_at_least(sl, \"slots\", 1, a.q - 1,")], VALIDATE),
 ]
 
 
@@ -103,6 +142,11 @@ def copy_tree(dst):
             shutil.copy(s, os.path.join(dst, name))
 
 
+def mutation_file(m):
+    """The file a mutation rewrites."""
+    return m[3] if len(m) > 3 else TARGET
+
+
 class Scratch:
     def __init__(self, base, jobs):
         self.base, self.jobs = base, jobs
@@ -119,11 +163,13 @@ class Scratch:
                        f"-DPython_EXECUTABLE={sys.executable}"], env=self.env)
         if rc:
             sys.exit("cmake failed:\n" + out[-3000:])
-        with open(os.path.join(self.tree, TARGET)) as f:
-            self.pristine = f.read()
+        self.pristine = {}
+        for path in {mutation_file(m) for m in MUTATIONS}:
+            with open(os.path.join(self.tree, path)) as f:
+                self.pristine[path] = f.read()
 
-    def write_target(self, text):
-        with open(os.path.join(self.tree, TARGET), "w") as f:
+    def write_target(self, path, text):
+        with open(os.path.join(self.tree, path), "w") as f:
             f.write(text)
 
     def compile(self):
@@ -181,8 +227,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     muts = MUTATIONS
     if a.list:
-        for name, what, _ in muts:
-            print(f"{name:26s} {what}")
+        for m in muts:
+            print(f"{m[0]:30s} {mutation_file(m):26s} {m[1]}")
         return 0
     if a.only:
         want = a.only.split(",")
@@ -194,12 +240,12 @@ def main(argv=None):
     sc = Scratch(a.scratch, a.jobs)
     log(f"mutation: scratch copy in {sc.base}")
     sc.setup()
-    for name, _, edits in muts:
-        for old, _new in edits:
-            n = sc.pristine.count(old)
+    for m in muts:
+        for old, _new in m[2]:
+            n = sc.pristine[mutation_file(m)].count(old)
             if n != 1:
-                sys.exit(f"mutation {name}: the text to replace occurs {n} times in {TARGET} (expected once): "
-                         f"{old!r}")
+                sys.exit(f"mutation {m[0]}: the text to replace occurs {n} times in {mutation_file(m)} (expected "
+                         f"once): {old!r}")
     do_cpp, do_py = a.suite in ("cpp", "both"), a.suite in ("python", "both")
 
     t0 = time.time()
@@ -219,12 +265,14 @@ def main(argv=None):
 
     rows = []
     try:
-        for name, what, edits in muts:
-            text = sc.pristine
+        for m in muts:
+            name, edits, path = m[0], m[2], mutation_file(m)
+            text = sc.pristine[path]
             for old, new in edits:
                 text = text.replace(old, new)
-            sc.write_target(text)
+            sc.write_target(path, text)
             err = sc.compile()
+            sc.write_target(path, sc.pristine[path])  # (rebuilt with the next mutant or at the end)
             if err:
                 rows.append((name, "build failed", "-", False))
                 log(f"{name}: the mutant does not build (fix the mutation):\n{err[-1500:]}")
@@ -243,12 +291,13 @@ def main(argv=None):
             rows.append((name, cpp_s, py_s, caught))
             log(f"{name}: {'CAUGHT' if caught else 'MISSED'} — C++: {cpp_s}; Python: {py_s}")
     finally:
-        sc.write_target(sc.pristine)
+        for path, text in sc.pristine.items():
+            sc.write_target(path, text)
 
     log("")
-    log(f"{'mutation':26s} {'result':7s} C++ suite (kda_tests) | Python suite (pytest -x)")
+    log(f"{'mutation':30s} {'result':7s} C++ suite (kda_tests) | Python suite (pytest -x)")
     for name, cpp_s, py_s, caught in rows:
-        log(f"{name:26s} {'caught' if caught else 'MISSED':7s} {cpp_s} | {py_s}")
+        log(f"{name:30s} {'caught' if caught else 'MISSED':7s} {cpp_s} | {py_s}")
     missed = [r[0] for r in rows if not r[3]]
     log(f"mutation: {len(rows) - len(missed)} of {len(rows)} caught, {len(missed)} missed"
         f"{' (' + ', '.join(missed) + ')' if missed else ''}; {time.time() - t0:.0f} s")

@@ -585,6 +585,8 @@ _HOST_ERRORS = {
     "projected inner stride": (lambda L, P, k, i, o: k.run(np.repeat(i.projected, 2, axis=1)[:, ::2], o, P.caches(), np.array([1, 2], np.int32)), "projected"),
     "projected narrow": (lambda L, P, k, i, o: k.run(i.projected[:, :-1], o, P.caches(), np.array([1, 2], np.int32)), "projected"),
     "out inner stride": (lambda L, P, k, i, o: k.run(i.projected, np.zeros((2, 2 * L.D), np.uint16)[:, ::2], P.caches(), np.array([1, 2], np.int32)), "out"),
+    # rows that overlap (row stride D/2 elements < D): writing them would lose outputs
+    "out rows overlap": (lambda L, P, k, i, o: k.run(i.projected, np.lib.stride_tricks.as_strided(np.zeros(2 * L.D, np.uint16), shape=(2, L.D), strides=(L.D, 2)), P.caches(), np.array([1, 2], np.int32)), "out"),
     "out read-only": (lambda L, P, k, i, o: k.run(i.projected, np.lib.stride_tricks.as_strided(o, writeable=False), P.caches(), np.array([1, 2], np.int32)), "out"),
     "q = 0": (lambda L, P, k, i, o: k.run(i.projected, o, P.caches(), np.array([[1, 2]], np.int32), q=0, mode="per_token"), "q"),
     "q = 17": (lambda L, P, k, i, o: k.run(i.projected, o, P.caches(), np.array([[1, 2]], np.int32), q=17, mode="per_token"), "q"),
