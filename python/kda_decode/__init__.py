@@ -2,8 +2,9 @@
 
 One fused step takes, per token, the outputs of the layer's input projection and produces
 the attention output, updating the request's short-conv window and recurrent state in
-place (decode, and the speculative-decoding verify modes ``per_token``, ``record`` and
-``fused``; see the project's SPEC).
+place (``decode``; ``append``, decode with the state written once every Qr steps; and the
+speculative-decoding verify modes ``per_token``, ``record`` and ``fused``; see the project's
+SPEC).
 
 Quick start (numpy, CPU backend)::
 
@@ -42,7 +43,8 @@ Modules
 ``prepared`` (:class:`PreparedKda`), ``arguments`` (:class:`Caches`, argument
 conversion), ``bf16`` (numpy bf16 conversion), ``helpers`` (SPEC §5 helpers),
 ``devices`` (numpy / torch data adapter of ``main``, ``golden`` and the tests), ``torch``
-(custom ops), ``vllm`` (vLLM drop-in and module reading), ``golden`` and ``main`` (CLIs).
+(custom ops), ``vllm`` (vLLM drop-in and module reading), ``sglang`` (SGLang's decode backend
+call), ``golden`` and ``main`` (CLIs).
 This file only re-exports.
 
 Serving engines
@@ -51,7 +53,8 @@ Serving engines
 ``torch.compile``, ``torch.library.opcheck``; the methods below then trace under
 torch.compile). :meth:`PreparedKda.from_module` reads a vLLM ``KimiK3DeltaAttention``-style
 module; ``kda_decode.vllm.fused_kda_decode`` is a drop-in for vLLM's
-``ops.fused_kda_decode``.
+``ops.fused_kda_decode``; ``kda_decode.sglang.kda_decode_backend.forward_decode`` takes
+SGLang's ``KDAAttnBackend.forward_decode`` tensors as they are.
 """
 
 from ._core import (
