@@ -968,18 +968,23 @@ void rung_line(int width, const char* name, double us, double bytes, double ceil
 /// worth drawn, copied to every slot).
 struct RecordRows {
   float *u = nullptr, *kg = nullptr;
-  RecordRows(int P, int H, int R, std::mt19937& rng) {
+  int P;
+  std::vector<float> u_h, kg_h;  // one slot's rows
+  RecordRows(int P_, int H, int R, std::mt19937& rng) : P(P_), u_h(size_t(H) * R * K), kg_h(size_t(H) * R * 2 * K) {
     std::normal_distribution<float> n01(0.f, 1.f);
-    const size_t u_slot = size_t(H) * R * K, kg_slot = u_slot * 2;
-    std::vector<float> u_h(u_slot), kg_h(kg_slot);
     for (auto& x : u_h) x = 0.1f * n01(rng);
     for (size_t i = 0; i < kg_h.size(); ++i)
       kg_h[i] = (i / K) % 2 == 0 ? n01(rng) / std::sqrt(float(K)) : -0.3f * std::fabs(n01(rng));
-    CK(cudaMalloc(&u, size_t(P) * u_slot * 4));
-    CK(cudaMalloc(&kg, size_t(P) * kg_slot * 4));
+    CK(cudaMalloc(&u, size_t(P) * u_h.size() * 4));
+    CK(cudaMalloc(&kg, size_t(P) * kg_h.size() * 4));
+    reset();
+  }
+  /// Every slot's rows as drawn: a check runs on these, not on the records a check before it wrote
+  /// (whose g slot holds e, so a later fold decays by exp(e) > 1 and its error grows past the bound).
+  void reset() const {
     for (int sl = 0; sl < P; ++sl) {
-      CK(cudaMemcpy(u + sl * u_slot, u_h.data(), u_slot * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(kg + sl * kg_slot, kg_h.data(), kg_slot * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(u + sl * u_h.size(), u_h.data(), u_h.size() * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(kg + sl * kg_h.size(), kg_h.data(), kg_h.size() * 4, cudaMemcpyHostToDevice));
     }
   }
   RecordRows(const RecordRows&) = delete;
@@ -1138,6 +1143,7 @@ int fused_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, flo
   const int sample = std::min(items, 64);
   for (const Form& f : forms) {
     if (!f.math) continue;
+    recs.reset();
     std::vector<int> picked(sample);
     for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
     auto row_of = [&](int it) { return int64_t(slots_h[it / H]) * H + it % H; };
@@ -1260,6 +1266,7 @@ int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, fl
   for (const Form& f : forms) {
     if (f.name[1] != 'r') continue;  // arows only
     for (const int np : {f.Qr, 3}) {
+      recs.reset();
       std::vector<int> picked(sample);
       for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
       auto row_of = [&](int it) { return int64_t(slots_h[it / H]) * H + it % H; };
@@ -1603,6 +1610,9 @@ int main(int argc, char** argv) {
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   if (append || fused || bf16) {
+    // (the check of `prep` above wrote step 0's prepared vectors from its own inputs: these rungs'
+    // checks compare against prep_h)
+    CK(cudaMemcpy(prep, prep_h.data(), prep_h.size() * 4, cudaMemcpyHostToDevice));
     const int rc =
         append  ? append_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h)
         : fused ? fused_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep_h)
