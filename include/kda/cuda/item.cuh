@@ -88,7 +88,7 @@ __device__ __forceinline__ void delta_token(float4 (&S)[RPW], const float4& k4, 
 template <int RPW>
 __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, const float4& q4, const float4& e4,
                                            float beta, float kq, const float* v_rows, int lane, float& u_out,
-                                           float& o_out) {
+                                           float& o_out, bool update = true) {
   constexpr int G2 = 16 / RPW;
   float pp[2 * RPW];
 #pragma unroll
@@ -105,6 +105,7 @@ __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, c
   const float u_hi = __shfl_xor_sync(0xffffffffu, u, 16);          // lane l >= 16: u of its row
   o_out = fmaf(u_hi, kq, tot);                                     // meaningful in lanes 16–31
   u_out = u;
+  if (!update) return;  // (the caller drops the updated rows: the step does not store them)
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
     const float ui = __shfl_sync(0xffffffffu, u, i * G2);

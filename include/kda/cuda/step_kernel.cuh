@@ -145,6 +145,11 @@ struct StepTraits {
   static constexpr bool kSharedGate = SPLIT_ > 1 && Q_ == 1 && MIN_BLOCKS_ <= 4;
   /// The sigmoid's reciprocal by `rcp.approx` (kSmallGridVerify, above).
   static constexpr bool kApproxRcp = kSmallGridVerify;
+  /// The q = 1 row loop compiled a second time without the token's update, for the step kinds that
+  /// do not store the rows after the token (NOTES: the dead update, in the kernel): fp32 Wide, the
+  /// kernels of fp32 append. Split and the six-CTA bf16 kernel keep one loop: the second copy cost
+  /// them 8 and 16 bytes more of stack.
+  static constexpr bool kSkipDeadUpdate = Q_ == 1 && SPLIT_ == 1 && sizeof(StateT_) == 4;
   /// Chunks a warp takes per pass where every chunk is in flight (NOTES: chunks per pass, in the
   /// kernel; cuda_config::chunks_per_pass).
   static constexpr int kChunksPerPass = cuda_config::chunks_per_pass(SPLIT_, Q_, MIN_BLOCKS_, int(sizeof(StateT_)));
@@ -246,9 +251,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   // ---- the item -----------------------------------------------------------------------
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  // Named barriers (0 is __syncthreads): the NT main threads once fold warps may have left, and
-  // the fold warps among themselves.
-  enum : unsigned { kBarMain = 1, kBarFold = 2 };
+  // Named barriers (0 is __syncthreads): the NT main threads once fold warps may have left, the
+  // fold warps among themselves, and the shared gate's staged f_a (its stagers and its gate threads).
+  enum : unsigned { kBarMain = 1, kBarFold = 2, kBarGateInputs = 3 };
   auto sync_main = [] {
     if constexpr (T::kFoldWarps > 0)
       named_barrier_sync<kBarMain, NT>();
@@ -259,8 +264,12 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // (32-bit: a grid has fewer than 2^31 CTAs; the 64-bit division cost 28 instructions a warp)
   const unsigned item = blockIdx.x / unsigned(SPLIT);
   const int b = int(item / unsigned(H)), h = int(item - unsigned(b) * unsigned(H));
-  const int64_t row_base = int64_t(b) * q;   // first input/output row of the request
-  const int gi = tid >> 1, gpart = tid & 1;  // gate row and half (two threads per row)
+  const int64_t row_base = int64_t(b) * q;  // first input/output row of the request
+  // gate row and half (two threads per row). The shared gate: the rank's slice of K / SPLIT rows
+  // on the CTA's last 2·K / SPLIT threads (NOTES: the shared gate)
+  constexpr int kGateThreads = 2 * K / SPLIT;
+  const int gt = tid - (NT - kGateThreads);  // >= 0: a thread of the rank's gate slice
+  const int gi = T::kSharedGate ? rank * (K / SPLIT) + (gt < 0 ? 0 : gt >> 1) : tid >> 1, gpart = tid & 1;
   const uint16_t* fb_src = gate_from_fb ? p.f_b + int64_t(h * K + gi) * p.f_b_row + gpart * (kRank / 2) : nullptr;
   // NOTES: the shared gate (T::kSharedGate, gate mode 0). Each rank of a Split item computed all
   // 128 gates itself, each from F_B[h] (32 KiB per rank). Here rank r computes the gate rows
@@ -270,7 +279,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // the bits are the non-shared form's. (Sharing the q / k conv too, with its norm partials, lost
   // in gate mode 2, where the ranks' conv warps run side by side anyway: docs/PERFORMANCE.md.)
   const bool share_gate = T::kSharedGate && gate_from_fb;
-  const bool gate_here = !share_gate || unsigned(gi - rank * (K / SPLIT)) < unsigned(K / SPLIT);
+  const bool gate_here = !share_gate || gt >= 0;
 
   // ---- before the PDL wait: barriers and weights only -----------------------------------
   // NOTES: the weights before the wait. The weights a thread reads after the staged-inputs
@@ -606,7 +615,24 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
     }
   }
-  sync_main();                                  // staged inputs
+  if constexpr (T::kSharedGate && T::kQ == 1) {
+    if (share_gate) {
+      // NOTES: the shared gate's inputs. Only the gate slice's threads wait for the staged f_a;
+      // its stagers (threads 0…K−1, the q / k conv threads) arrive and go straight on to the conv,
+      // whose inputs are their own. The other staged inputs (β, the out gate) are read after the
+      // barrier past the conv. Split at one request, gate mode 0, with the slice on the CTA's last
+      // threads (off the conv warps): 2.7–4.6% faster at H = 12…64, fp32 and bf16, decode and
+      // append (docs/data/ladder_s42/run2, rungs gt, gt2).
+      if (gt >= 0)
+        named_barrier_sync<kBarGateInputs, K + kGateThreads>();
+      else if (tid < K)
+        named_barrier_arrive<kBarGateInputs, K + kGateThreads>();
+    } else {
+      sync_main();
+    }
+  } else {
+    sync_main();  // staged inputs
+  }
   if (share_gate) ptx::barrier_cluster_wait();  // every rank has started (its gate_full initialised)
 
   // ---- gate: z = F_B[h·128 + i]·f_a (mode 0, two threads per gate row i) or the raw gate
@@ -903,8 +929,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // One pass over NP chunks: chunks c … c + NP − 1 in stages s … s + NP − 1 (NP > 1: every chunk
   // in flight, so no refills). Each chunk's rows take the same operations in the same order
   // either way; NP > 1 only gives a warp independent tiles to interleave.
-  auto pass = [&](auto np_, int c, int& s, uint32_t& phase) {
+  auto pass = [&](auto np_, auto update_, int c, int& s, uint32_t& phase) {
     constexpr int NP = decltype(np_)::value;
+    constexpr bool kUpdate = decltype(update_)::value;              // q = 1: the rows advanced past the token
     const bool per_token = NP == 1 && mode == StepMode::kPerToken;  // (NP > 1: never per_token)
     float4 S[NP][RPW];
     int crow[NP];  // first row of the warp within the CTA's rows, per tile
@@ -968,7 +995,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         e4 = *reinterpret_cast<const float4*>(s_e + lane * 4);
       }
       float u, o;
-      delta_rows<RPW>(S[0], k4, q4, e4, s_beta[0], kq, s_yv + crow[0], lane, u, o);
+      delta_rows<RPW>(S[0], k4, q4, e4, s_beta[0], kq, s_yv + crow[0], lane, u, o, kUpdate);
       if (writer) {
         if (lane < 16) {
           if (records) corr_out[rank * RC + crow[0] + urow] = u;
@@ -976,8 +1003,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
           s_o[crow[0] + urow - RPW] = o;
         }
       }
-      if (mode == StepMode::kDecode) store_tile<StateT, RPW>(out_tile + int64_t(crow[0]) * K + lane * 4, S[0]);
-      if (per_token) {
+      if (kUpdate && mode == StepMode::kDecode)
+        store_tile<StateT, RPW>(out_tile + int64_t(crow[0]) * K + lane * 4, S[0]);
+      if (kUpdate && per_token) {
         const int32_t dslot = s_tslots[0];
         if (!is_pad_id(dslot, p.null_slot))
           store_tile<StateT, RPW>(
@@ -1077,12 +1105,30 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         multi = true;
 #pragma unroll 1
         for (int c = 0; c < NCH; c += T::kChunksPerPass)
-          pass(std::integral_constant<int, T::kChunksPerPass>{}, c, s, phase);
+          pass(std::integral_constant<int, T::kChunksPerPass>{}, std::true_type{}, c, s, phase);
       }
     }
-    if (!multi) {
+    auto chunks = [&](auto update_) {
 #pragma unroll 1
-      for (int c = 0; c < NCH; ++c) pass(std::integral_constant<int, 1>{}, c, s, phase);
+      for (int c = 0; c < NCH; ++c) pass(std::integral_constant<int, 1>{}, update_, c, s, phase);
+    };
+    // NOTES: the dead update. A q = 1 token ends with S += u·kᵀ on its rows, but only decode and
+    // per_token store the rows after the token: append (7 of a Qr = 8 cycle's 8 steps; a full row's
+    // checkpoint is stored before the token), record and fused drop them; o is formed before it. So
+    // the row loop is compiled twice (T::kSkipDeadUpdate), the copy chosen once per launch: fp32
+    // append Qr = 8 3.8–4.5% faster at 6144–24,576 items, Qr = 16 2.7–3.2%; decode at large batch as
+    // fast, H = 96, B = 8 in gate mode 2 1.8% slower, H = 24, B = 8 2.2% faster (ladder_s42/run3).
+    // Skipped per chunk (a branch in delta_rows) it gained append 1.2–2.0% and cost decode at small
+    // grids about 1% (docs/data/ladder_s42/run2, rung nu).
+    if (!multi) {
+      if constexpr (T::kSkipDeadUpdate) {
+        if (mode == StepMode::kDecode || mode == StepMode::kPerToken)
+          chunks(std::true_type{});
+        else
+          chunks(std::false_type{});
+      } else {
+        chunks(std::true_type{});
+      }
     }
   }
 
