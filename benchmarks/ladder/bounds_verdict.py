@@ -22,9 +22,7 @@ import sys
 
 # The rungs that are a whole decode step with the prologue free (not: the movement alone, a
 # step without its norm's exchange, the prologue alone, a record step).
-DECODE_STEPS = (
-    {"rows", "split", "rowst", "rowst2"} | {f"rows/{s}" for s in (1, 2, 4, 8)} | {f"rowsa/{s}" for s in (2, 4, 8)}
-)
+DECODE_STEPS = {"rows", "split"} | {f"rows/{s}" for s in (1, 2, 4, 8)} | {f"rowsa/{s}" for s in (2, 4, 8)}
 APPEND8 = {"arows/8", "arows4/8"}
 FUSED = {"frows5/q4", "frows4/q4", "frows2/q4"}
 BF16 = {"rows16", "rows16/4", "rows16c4"}

@@ -27,11 +27,6 @@
 //   rowsa/S rows/S with the partials exchanged by st.async onto each rank's mbarrier instead of a
 //          cluster barrier after the state's stores (checked against the CPU reference)
 //   movec/S move/S launched as clusters of S (timing only): what the cluster launch itself costs
-//   rowst  `rows` with the grid's last 2 items per SM each over two CTAs (rows 0–63, 64–127; no
-//          cluster: the halves meet in a workspace, the second to finish writes the item's output);
-//          rowst2 with the last 4 items per SM. A step's fixed cost is about one item's chain at the
-//          grid's end: do shorter chains for the last items shorten it? Checked against the CPU
-//          reference (half of the sampled items from the split tail)
 //   rows-/S rows/S without the norm's exchange and without a cluster (each rank normalises by its
 //          own rows; timing only): what the row work costs with no cross-CTA step at all
 //   flat   the state only, with no per-item structure: eight CTAs per SM walk every item's tile
@@ -61,7 +56,7 @@
 // `--append` runs only the append rungs (Qr = 8 and 16) after their checks; `--fused` only the
 // fused rungs; `--bf16` only the bf16 rungs.
 //
-// `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S, rowsa/S, rowst(2),
+// `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S, rowsa/S,
 // movec/S, rows-/S after the checks:
 // the ladder over the decode grid that says which decode targets any structure can reach,
 // e.g. LADDER="rows_prepared 48 8 --floors; rows_prepared 96 8 --floors; …".
@@ -255,7 +250,7 @@ __device__ __forceinline__ void first_chunks(unsigned char* s_state, uint64_t* f
 /// The chunk pipeline of the row kernels (the step kernel's): waits for chunk c, reads the
 /// warp's kRPW rows of it into S (fp32, as stored), and hands the stage to chunk c + kSt
 /// (loads performed, proxies fenced, then the barrier) when there is one.
-template <int kSt = kStages, class StateT = float, int kN = kChunks>  // kN: the CTA's chunks
+template <int kSt = kStages, class StateT = float>
 __device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_state, uint64_t* full, const StateT* tile,
                                          int c, int tid, int warp, int lane) {
   constexpr int kBytes = stage_bytes_of<StateT>();
@@ -264,7 +259,7 @@ __device__ __forceinline__ void chunk_in(float4 (&S)[kRPW], unsigned char* s_sta
   const StateT* st = reinterpret_cast<const StateT*>(s_state + s * kBytes) + (warp * kRPW) * K + lane * 4;
 #pragma unroll
   for (int i = 0; i < kRPW; ++i) S[i] = kda::cuda::load_smem_row4(st + i * K);
-  if (c + kSt < kN) {
+  if (c + kSt < kChunks) {
 #pragma unroll
     for (int i = 0; i < kRPW; ++i) asm volatile("" ::"f"(S[i].x), "f"(S[i].y), "f"(S[i].z), "f"(S[i].w));
     ptx::fence_proxy_async(ptx::space_shared);
@@ -779,111 +774,6 @@ __global__ void __launch_bounds__(kThreads) flat_kernel(const __grid_constant__ 
         *t[u] = v[u];
       }
   }
-}
-
-/// `rowst`, `rowst2` (see the top): `rows` with the grid's last T items each over two CTAs.
-/// A decode step pays a fixed cost of about one item's chain (docs/PERFORMANCE.md, the decode
-/// targets from 6144 items: the grid's fill and drain); the halves shorten the chains of the
-/// items that finish last. No cluster: the two halves of an item meet in a workspace. Each
-/// writes its 64 o and its Σo², then counts itself in; the second to arrive normalises the
-/// item's 128 rows (Σo² of half 0 first, so either order gives the same bits) and resets the
-/// count for the next step (which reads it only after its PDL wait, when this grid is done).
-struct ArgsT {
-  Args a;
-  int main_items;    // items [0, main_items): one CTA each; the rest: two, in item order
-  float* ws_o;       // [T, K] o of the tail items
-  float* ws_ss;      // [T, 2] Σo² of each half
-  unsigned* ws_cnt;  // [T] halves arrived, zero between steps
-};
-__global__ void __launch_bounds__(kThreads, 4) rows_tail_kernel(const __grid_constant__ ArgsT t) {
-  const Args& a = t.a;
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t full[kStages], prep_bar;
-  __shared__ float s_o[K], s_og[K], s_nw[K];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const bool halved = int(blockIdx.x) >= t.main_items;
-  const int j = int(blockIdx.x) - t.main_items;  // (halved) the tail CTA: item j / 2, half j % 2
-  const int item = halved ? t.main_items + j / 2 : int(blockIdx.x), half = halved ? j % 2 : 0;
-  const int b = item / a.H, h = item % a.H;
-  const int row0 = half * (K / 2);  // the CTA's first row (0 for a whole item)
-  float* s_prep = reinterpret_cast<float*>(smem);
-  unsigned char* s_state = smem + kStateOff;
-  begin_rows<kStages>(full, &prep_bar);
-  float* tile = a.state + (int64_t(a.slots[b]) * a.H + h) * kTile;
-  if (tid == 0) {
-    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &prep_bar, kPrepBytes);
-    bulk_g2s(s_prep, a.prep + int64_t(item) * kPrep, kPrepBytes, &prep_bar);
-    first_chunks<kStages>(s_state, full, tile + row0 * K);  // a half: both of its chunks
-  }
-  const int64_t at = int64_t(b) * a.H * K + h * K;
-  float og = 0.f, nw = 0.f;  // row tid's out gate and norm weight (as `rows`); a half stages them for warp 0
-  if (tid < K) {
-    og = kda::sigmoidf_(kda::bf16_to_f32(a.og[at + tid])), nw = a.norm_w[tid];
-    if (halved) s_og[tid] = og, s_nw[tid] = nw;
-  }
-  mbar_wait(&prep_bar, 0);
-  const float4 k4 = *reinterpret_cast<const float4*>(s_prep + 0 * K + lane * 4);
-  const float4 q4 = *reinterpret_cast<const float4*>(s_prep + 1 * K + lane * 4);
-  const float4 e4 = *reinterpret_cast<const float4*>(s_prep + 2 * K + lane * 4);
-  const float beta = s_prep[4 * K], kq = s_prep[4 * K + 1];
-  auto body = [&](int crow, float4(&S)[kRPW], int urow, bool writer) {  // crow: the item's row
-    float u, o;
-    kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, kq, s_prep + 3 * K + crow, lane, u, o);
-    if (writer && lane >= 16) s_o[crow + urow - kRPW] = o;
-    kda::cuda::store_tile<float, kRPW>(tile + crow * K + lane * 4, S);
-  };
-  if (!halved) {
-    row_chunks(s_state, full, tile, tid, warp, lane, body);
-    __syncthreads();  // s_o complete
-    if (tid < K) {
-      float ss = 0.f;
-#pragma unroll
-      for (int jj = 0; jj < K; jj += 32) ss = fmaf(s_o[jj + lane], s_o[jj + lane], ss);
-      ss = kda::cuda::warp_sum(ss);
-      const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
-      a.out[at + tid] = kda::f32_to_bf16(s_o[tid] * rn * nw * og);
-    }
-    return;
-  }
-  constexpr int kHalfChunks = kChunks / 2;
-  static_assert(kHalfChunks <= kStages, "a half's chunks all in flight");
-  {
-    constexpr int G2 = 16 / kRPW;
-    const int urow = lane / G2;
-    const bool writer = lane % G2 == 0;
-#pragma unroll 1
-    for (int c = 0; c < kHalfChunks; ++c) {
-      float4 S[kRPW];
-      chunk_in<kStages, float, kHalfChunks>(S, s_state, full, tile + row0 * K, c, tid, warp, lane);
-      body(row0 + c * kChunk + warp * kRPW, S, urow, writer);
-    }
-  }
-  __syncthreads();  // the half's s_o complete
-  if (warp != 0) return;
-  const int jt = j / 2;
-  float* wo = t.ws_o + int64_t(jt) * K;
-  const float o0 = s_o[row0 + lane], o1 = s_o[row0 + 32 + lane];
-  const float ss = kda::cuda::warp_sum(fmaf(o1, o1, o0 * o0));
-  wo[row0 + lane] = o0;
-  wo[row0 + 32 + lane] = o1;
-  if (lane == 0) t.ws_ss[jt * 2 + half] = ss;
-  __threadfence();
-  __syncwarp();
-  unsigned prev = 0;
-  if (lane == 0) {
-    __threadfence();  // the warp's stores (ordered before by the warp barrier) before the count
-    prev = atomicAdd(t.ws_cnt + jt, 1u);
-  }
-  if (__shfl_sync(0xffffffffu, prev, 0) != 1u) return;  // the other half finishes the item
-  __threadfence();
-  const float rn = 1.0f / sqrtf((__ldcg(t.ws_ss + jt * 2) + __ldcg(t.ws_ss + jt * 2 + 1)) / float(K) + kEps);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = lane + 32 * i;
-    const float ov = r >= row0 && r < row0 + K / 2 ? s_o[r] : __ldcg(wo + r);
-    a.out[at + r] = kda::f32_to_bf16(ov * rn * s_nw[r] * s_og[r]);
-  }
-  if (lane == 0) t.ws_cnt[jt] = 0;
 }
 
 // ---- CPU reference of one delta-rule token of `rows` on an item's state (fp32, the kernel's
@@ -1448,15 +1338,11 @@ int main(int argc, char** argv) {
 
   int failed = 0;  // checks that failed: the exit status, after the timings
   // ---- check `rows` and rows/S on a sample of step 0's items against the CPU reference ----
-  // (tail_from: every other sampled item from [tail_from, items), the items a tail rung splits)
-  auto check_rows = [&](const char* name, auto&& launch, int tail_from = -1) {
+  auto check_rows = [&](const char* name, auto&& launch) {
     const int sample = std::min(items, 64);
     std::vector<float> before(size_t(sample) * kTile), after(size_t(sample) * kTile);
     std::vector<int> picked(sample);
-    for (int j = 0; j < sample; ++j)
-      picked[j] = tail_from >= 0 && tail_from < items && j % 2 == 1
-                      ? tail_from + int((int64_t(j) * 7919) % (items - tail_from))
-                      : int((int64_t(j) * 7919) % items);
+    for (int j = 0; j < sample; ++j) picked[j] = int((int64_t(j) * 7919) % items);
     auto tile_of = [&](int it) { return state + (int64_t(slots_h[it / H]) * H + it % H) * kTile; };
     for (int j = 0; j < sample; ++j)
       CK(cudaMemcpy(before.data() + size_t(j) * kTile, tile_of(picked[j]), kTile * 4, cudaMemcpyDeviceToHost));
@@ -1486,28 +1372,6 @@ int main(int argc, char** argv) {
   };
   check_rows("rows", [&] { rows_kernel<true><<<items, kThreads, kSmem>>>(args(0)); });
   for (int f = 0; f < kSplitFns; ++f) check_rows(split_names[f], [&] { launch_split(f, 0, nullptr); });
-  // rowst / rowst2: the grid's last T = two / four items per SM over two CTAs each (their workspace
-  // sized for the larger)
-  int n_sm = 0;
-  CK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, 0));
-  const int tail_per_sm[] = {2, 4};
-  const char* tail_names[] = {"rowst", "rowst2"};
-  auto tail_items = [&](int f) { return std::min(items, tail_per_sm[f] * n_sm); };
-  float *ws_o, *ws_ss;
-  unsigned* ws_cnt;
-  CK(cudaMalloc(&ws_o, size_t(tail_items(1)) * K * 4));
-  CK(cudaMalloc(&ws_ss, size_t(tail_items(1)) * 2 * 4));
-  CK(cudaMalloc(&ws_cnt, size_t(tail_items(1)) * 4));
-  CK(cudaMemset(ws_cnt, 0, size_t(tail_items(1)) * 4));
-  CK(cudaFuncSetAttribute(rows_tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  auto launch_tail = [&](int f, int i, cudaStream_t s) {
-    const int T = tail_items(f);
-    launch_pdl(rows_tail_kernel, dim3(unsigned(items + T)), kThreads, size_t(kSmem), s,
-               ArgsT{args(i), items - T, ws_o, ws_ss, ws_cnt});
-  };
-  for (int f = 0; f < 2; ++f)
-    check_rows(
-        tail_names[f], [&] { launch_tail(f, 0, nullptr); }, items - tail_items(f));
 
   // ---- the prologue's inputs and weights; check `prep` on a sample of step 0's items -----
   std::vector<uint16_t> qkv_h(size_t(N) * B * 3 * D), fa_h(size_t(N) * B * K), beta_h(size_t(N) * B * H);
@@ -1642,7 +1506,6 @@ int main(int argc, char** argv) {
         launch_pdl(math ? rows_kernel<true> : rows_kernel<false>, dim3(unsigned(items)), kThreads, kSmem, st, args(i));
     });
   }
-  for (int f = 0; f < 2; ++f) rung(tail_names[f], row_bytes, [&](int i) { launch_tail(f, i, st); });
   // ---- rows/q4: the record step's row loop alone (timing only) --------------------------------
   if (!floors) {
     constexpr int Q = 4;
