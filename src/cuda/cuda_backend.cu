@@ -147,12 +147,13 @@ cudaError_t set_attrs(int64_t smem) {
                         cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem)})
     if (e == cudaSuccess) e = x;
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
-    for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
-                          cuda::set_step_attributes<1, float, 1, false, 6>(smem), set_wide_attributes<float, 4>(smem),
-                          set_wide_attributes<uint16_t, 4>(smem), set_wide_attributes<float, kSmall>(smem),
-                          set_wide_attributes<uint16_t, kSmall>(smem), set_wide_attributes<float, kFoldTwin>(smem),
-                          set_wide_attributes<uint16_t, kFoldTwin>(smem), set_dense_attributes<float>(smem),
-                          set_dense_attributes<uint16_t>(smem)})
+    for (cudaError_t x :
+         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
+          cuda::set_step_attributes<1, float, 1, false, 6>(smem), cuda::set_step_attributes<1, float, 1, false>(smem),
+          set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
+          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
+          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
+          set_dense_attributes<float>(smem), set_dense_attributes<uint16_t>(smem)})
       if (e == cudaSuccess) e = x;
   } else {
     for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
@@ -166,7 +167,8 @@ cudaError_t set_attrs(int64_t smem) {
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; without the F_B path, one cut for six CTAs per SM, which bf16
-/// decode and append and fp32 append run where the plan lays them out so);
+/// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 one for
+/// four, which gate modes 1 and 2 run elsewhere);
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
@@ -181,6 +183,8 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     if constexpr (SPLIT == 1)
       if (plan.ctas_per_sm > 4 && plan.gate_mode != GateMode::kPerItem)
         return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
+    if constexpr (SPLIT == 1 && sizeof(StateT) == 4)
+      if (plan.gate_mode != GateMode::kPerItem) return launch_step_kernel<1, StateT, 1, false>(p, plan, s);
     return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {

@@ -222,11 +222,4 @@ __device__ __forceinline__ void store_rank_async(float* local, int i, float v, u
                : "memory");
 }
 
-/// bar.arrive ID, THREADS: a producer's side of named_barrier_sync (it does not wait).
-template <unsigned ID, unsigned THREADS>
-__device__ __forceinline__ void named_barrier_arrive() {
-  static_assert(ID > 0 && ID < 16 && THREADS % 32 == 0, "named barrier");
-  asm volatile("bar.arrive %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
-}
-
 }  // namespace kda::cuda

@@ -75,7 +75,10 @@ namespace kda::cuda {
 /// NOTES: with q at run time, the F_B path's registers (a 64-element F_B slice per thread
 /// held across the token loop) made the kernel spill 128 bytes; gate modes 1 and 2 run an
 /// instantiation without it: no spills, and record / fused / per_token steps 2–15% faster
-/// (docs/data/ladder_s13/run5: 12–15% at q = 2, 7–9% at q = 4, 2–4% at q = 16). q = 1 has one instantiation (it does not spill).
+/// (docs/data/ladder_s13/run5: 12–15% at q = 2, 7–9% at q = 4, 2–4% at q = 16). q = 1 does not
+/// spill with it, yet Wide's fp32 q = 1 kernel without it ran gate mode 2 decode 1.7–1.9% faster at
+/// 768 items, 0.1–1.5% at 384–24,576, gate mode 1 decode and append Qr = 16 up to 0.9% faster
+/// (docs/data/ladder_s43/run4, rung n4): gate modes 1 and 2 run that one.
 template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true, int MIN_BLOCKS_ = 4>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
@@ -251,9 +254,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   // ---- the item -----------------------------------------------------------------------
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  // Named barriers (0 is __syncthreads): the NT main threads once fold warps may have left, the
-  // fold warps among themselves, and the shared gate's staged f_a (its stagers and its gate threads).
-  enum : unsigned { kBarMain = 1, kBarFold = 2, kBarGateInputs = 3 };
+  // Named barriers (0 is __syncthreads): the NT main threads once fold warps may have left, and the
+  // fold warps among themselves.
+  enum : unsigned { kBarMain = 1, kBarFold = 2 };
   auto sync_main = [] {
     if constexpr (T::kFoldWarps > 0)
       named_barrier_sync<kBarMain, NT>();
@@ -615,24 +618,11 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
     }
   }
-  if constexpr (T::kSharedGate && T::kQ == 1) {
-    if (share_gate) {
-      // NOTES: the shared gate's inputs. Only the gate slice's threads wait for the staged f_a;
-      // its stagers (threads 0…K−1, the q / k conv threads) arrive and go straight on to the conv,
-      // whose inputs are their own. The other staged inputs (β, the out gate) are read after the
-      // barrier past the conv. Split at one request, gate mode 0, with the slice on the CTA's last
-      // threads (off the conv warps): 2.7–4.6% faster at H = 12…64, fp32 and bf16, decode and
-      // append (docs/data/ladder_s42/run2, rungs gt, gt2).
-      if (gt >= 0)
-        named_barrier_sync<kBarGateInputs, K + kGateThreads>();
-      else if (tid < K)
-        named_barrier_arrive<kBarGateInputs, K + kGateThreads>();
-    } else {
-      sync_main();
-    }
-  } else {
-    sync_main();  // staged inputs
-  }
+  // NOTES: the shared gate's inputs. A barrier that only the gate slice's threads waited on (its
+  // stagers, the q / k conv threads, arriving and going on) was 0.3–1.6% faster at one request than
+  // this one (docs/data/ladder_s42/run2, rung gt2 against gt), but racecheck reported hazards in
+  // Split 8 with it (docs/data/ladder_s43/run4) and it is not kept until they are understood.
+  sync_main();                                  // staged inputs
   if (share_gate) ptx::barrier_cluster_wait();  // every rank has started (its gate_full initialised)
 
   // ---- gate: z = F_B[h·128 + i]·f_a (mode 0, two threads per gate row i) or the raw gate
