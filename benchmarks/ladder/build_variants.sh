@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/ladder/build_variants.sh — kda_bench (or, with TARGET=kda_cuda_tests, the GPU
-# test) binaries that differ only in the planner's compile-time knobs (include/kda/heuristics.h:
+# test; TARGET=kda_tests, the CPU suite with the sanitizer matrix) binaries that differ only in
+# the planner's compile-time knobs (include/kda/heuristics.h:
 # KDA_STEP_CTAS_PER_SM, KDA_STEP_STAGE_BYTES, KDA_STEP_STAGE_BYTES_MORE, KDA_STEP_MORE_STAGES_MIN_CTAS,
 # KDA_STEP_BF16_Q1_CTAS_PER_SM, KDA_STEP_SPREAD_CTAS_PER_SM, KDA_STEP_WIDE_VERIFY_CTAS_PER_SM; and,
 # with INST below, the kernel's KDA_STEP_WAVE_TOKENS and KDA_STEP_SMALL_GRID_WAVE_TOKENS of
@@ -35,7 +36,14 @@ link_args() {  # the target's main object and extra link inputs
       find "$BUILD/tests/cpp/CMakeFiles/kda_cuda_tests.dir" -name '*.cu.o' | sort
       find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1
       find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1 ;;
-    *) echo "TARGET: kda_bench and / or kda_cuda_tests" >&2; return 2 ;;
+    kda_tests)
+      # (the CPU suite and the sanitizer matrix: every test object, the matrix's first)
+      echo "$BUILD/tests/cpp/CMakeFiles/kda_tests.dir/test_sanitizer_matrix.cpp.o"
+      find "$BUILD/tests/cpp/CMakeFiles/kda_tests.dir" -name '*.o' ! -name 'test_sanitizer_matrix.cpp.o' | sort
+      find "$BUILD" /usr/lib -name 'libgmock.a' 2>/dev/null | head -1
+      find "$BUILD" /usr/lib -name 'libgtest_main.a' 2>/dev/null | head -1
+      find "$BUILD" /usr/lib -name 'libgtest.a' 2>/dev/null | head -1 ;;
+    *) echo "TARGET: kda_bench, kda_cuda_tests and / or kda_tests" >&2; return 2 ;;
   esac
 }
 for t in $TARGETS; do link_args "$t" >/dev/null || exit 2; done
@@ -64,8 +72,11 @@ for spec in "$@"; do
   while (($(jobs -rp | wc -l) > 0)); do wait -n || exit 1; done
   for t in $TARGETS; do
     mapfile -t objs < <(link_args "$t")
-    c++ -O3 "${objs[0]}" "${insts[@]}" "$out/plan_$name.o" -o "$out/${t}_$name" \
-      -L"$cudalib" "$BUILD/libkda_core.a" "${objs[@]:1}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
+    # objects ahead of the library (they may need any of its members), archives after it
+    mains=() libs=()
+    for o in "${objs[@]}"; do if [[ $o == *.a ]]; then libs+=("$o"); else mains+=("$o"); fi; done
+    c++ -O3 "${mains[@]}" "${insts[@]}" "$out/plan_$name.o" -o "$out/${t}_$name" \
+      -L"$cudalib" "$BUILD/libkda_core.a" "${libs[@]}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
     echo "$out/${t}_$name ($defs)"
   done
   rm -f "$out/plan_$name.o" "${insts[@]}"
