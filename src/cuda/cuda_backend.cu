@@ -70,6 +70,7 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
                                         p.ring_stages, p.mode == int(StepMode::kPerToken)),
       std::memory_order_relaxed);
   counters::last_step_fold_warps.store(cuda_config::fold_warps(SPLIT, Q, MB), std::memory_order_relaxed);
+  counters::last_step_kernel_gate_fb.store(GATE_FB ? 1 : 0, std::memory_order_relaxed);
   return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
 }
 

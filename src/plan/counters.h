@@ -19,5 +19,7 @@ inline std::atomic<int> last_step_kernel_ctas_per_sm{0};
 inline std::atomic<int> last_step_chunks_per_pass{0};
 /// ... and the fold warps it was launched with (cuda_config::fold_warps, launches_fold_twins).
 inline std::atomic<int> last_step_fold_warps{0};
+/// ... and whether it has the F_B gate path (StepTraits' GATE_FB: 1, else 0).
+inline std::atomic<int> last_step_kernel_gate_fb{-1};
 
 }  // namespace kda::counters

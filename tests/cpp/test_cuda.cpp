@@ -753,6 +753,52 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
   EXPECT_GE(passes[1], 15) << "per_token steps in passes of one";
 }
 
+/// Whether a q = 1 step of `c` planned as `pl` runs a kernel with the F_B gate path
+/// (cuda_backend.cu, launch_split): gate modes 1 and 2 on Wide run the kernels without it (the
+/// six-CTA one where the plan lays out more than four per SM; fp32 also below that), gate mode 0
+/// and Split the one with it.
+bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
+  if (pl.split != 1 || pl.gate_mode == GateMode::kPerItem) return true;
+  return pl.ctas_per_sm <= 4 && c.state_bf16;
+}
+
+/// The q = 1 kernels per gate mode: every q = 1 step kind in gate modes 0, 1 and 2, both state
+/// dtypes and layouts, on Wide and Split, against the CPU backend, each holding the kernel that ran
+/// (with or without the F_B path, plan/counters.h) to the plan. A plan of gate mode 1 or 2 on a
+/// kernel with the F_B path still computes right (the path is skipped at run time), so only the
+/// record of the launch tells the two apart.
+TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
+  uint32_t seed = 7700;
+  int cases = 0, without_fb[2] = {};  // fp32, bf16
+  for (int gate : {0, 1, 2})
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 3; ++rep) {
+        Config c;
+        c.variant = rep == 2 ? Variant::kSplit : Variant::kWide;
+        c.mode = m;
+        c.q = 1;
+        c.H = rep == 1 ? 12 : 3;
+        c.B = rep == 0 ? 5 : 2;
+        c.gate0 = gate == 0;
+        c.gate1 = gate == 1;
+        c.gate2 = gate == 2;
+        c.state_bf16 = (rep + gate) % 2 == 1;
+        c.ds = rep != 1;
+        c.lower_bound = (gate + rep) % 2 == 0;
+        if (m == StepMode::kAppend || m == StepMode::kFused) c.pending = 2 + rep;
+        Plan pl;
+        run_case(c, seed++, &pl);
+        EXPECT_EQ(kda::counters::last_step_kernel_q.load(), 1) << c.name() << ": the kernel that ran";
+        const bool fb = expected_q1_gate_fb(c, pl);
+        EXPECT_EQ(kda::counters::last_step_kernel_gate_fb.load(), fb ? 1 : 0) << c.name() << ": the F_B path";
+        if (!fb) ++without_fb[c.state_bf16];
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] q = 1 kernels per gate mode: " << cases << " configurations (without the F_B path: "
+            << without_fb[0] << " fp32, " << without_fb[1] << " bf16)\n";
+  EXPECT_GE(without_fb[0], 10) << "fp32 q = 1 steps on the kernel without the F_B path";
+}
+
 /// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).
 struct IdentityKernels {
   int first = 0, second = 0;
