@@ -179,13 +179,14 @@ cudaError_t set_attrs(int64_t smem) {
 template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
-    // gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
-    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm)
-    if constexpr (SPLIT == 1)
-      if (plan.ctas_per_sm > 4 && plan.gate_mode != GateMode::kPerItem)
-        return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
-    if constexpr (SPLIT == 1 && sizeof(StateT) == 4)
-      if (plan.gate_mode != GateMode::kPerItem) return launch_step_kernel<1, StateT, 1, false>(p, plan, s);
+    // Wide in gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
+    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four
+    if constexpr (SPLIT == 1) {
+      if (plan.gate_mode != GateMode::kPerItem) {
+        if (plan.ctas_per_sm > 4) return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
+        if constexpr (sizeof(StateT) == 4) return launch_step_kernel<1, StateT, 1, false>(p, plan, s);
+      }
+    }
     return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {
