@@ -60,7 +60,8 @@ constexpr int kSmall = cuda_config::kSmallGridVerifyCtasPerSm;
 
 /// Launches a plan's Split/Wide instantiation and records which one (counters.h: the tests hold
 /// a plan to the kernel form it names).
-template <int SPLIT, class StateT, int Q, bool GATE_FB, int MB = 4>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MB = 4,
+          cuda_config::RowUpdate RU = cuda_config::RowUpdate::kPerLaunch>
 cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream_t s) {
   counters::last_step_kernel_q.store(Q, std::memory_order_relaxed);
   counters::last_step_kernel_ctas_per_sm.store(cuda_config::step_kernel_ctas_per_sm(SPLIT, Q, MB),
@@ -71,8 +72,11 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
       std::memory_order_relaxed);
   counters::last_step_fold_warps.store(cuda_config::fold_warps(SPLIT, Q, MB), std::memory_order_relaxed);
   counters::last_step_kernel_gate_fb.store(GATE_FB ? 1 : 0, std::memory_order_relaxed);
-  return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
+  counters::last_step_kernel_row_update.store(int(RU), std::memory_order_relaxed);
+  return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB, RU>(p, plan.ctas, plan.smem, s);
 }
+
+constexpr auto kKept = cuda_config::RowUpdate::kKept, kDropped = cuda_config::RowUpdate::kDropped;
 
 /// The fold-warp twins of the small-grid form (cuda_config::fold_warps): without the F_B path only.
 constexpr int kFoldTwin = cuda_config::kFoldWarpsMinBlocks;
@@ -149,8 +153,9 @@ cudaError_t set_attrs(int64_t smem) {
     if (e == cudaSuccess) e = x;
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
     for (cudaError_t x :
-         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
-          cuda::set_step_attributes<1, float, 1, false, 6>(smem), cuda::set_step_attributes<1, float, 1, false>(smem),
+         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem), cuda::set_step_attributes<1, float, 1, false, 6, kDropped>(smem),
+          cuda::set_step_attributes<1, float, 1, false, 4, kKept>(smem),
+          cuda::set_step_attributes<1, float, 1, false, 4, kDropped>(smem),
           set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
           set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
           set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
@@ -168,8 +173,9 @@ cudaError_t set_attrs(int64_t smem) {
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; without the F_B path, one cut for six CTAs per SM, which bf16
-/// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 one for
-/// four, which gate modes 1 and 2 run elsewhere);
+/// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 ones for
+/// four, which gate modes 1 and 2 run elsewhere; the Wide fp32 ones without the F_B path each with
+/// one copy of the row loop, cuda_config::RowUpdate, chosen by the step's mode);
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
@@ -183,8 +189,14 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four
     if constexpr (SPLIT == 1) {
       if (plan.gate_mode != GateMode::kPerItem) {
-        if (plan.ctas_per_sm > 4) return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
-        if constexpr (sizeof(StateT) == 4) return launch_step_kernel<1, StateT, 1, false>(p, plan, s);
+        if constexpr (sizeof(StateT) == 4) {
+          // fp32 plans lay out six only for append (a ladder knob may ask it of decode: four then)
+          if (cuda_config::stores_updated_rows(StepMode(p.mode))) return launch_step_kernel<1, float, 1, false, 4, kKept>(p, plan, s);
+          if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6, kDropped>(p, plan, s);
+          return launch_step_kernel<1, float, 1, false, 4, kDropped>(p, plan, s);
+        } else {
+          if (plan.ctas_per_sm > 4) return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
+        }
       }
     }
     return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);

@@ -762,6 +762,17 @@ bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
   return pl.ctas_per_sm <= 4 && c.state_bf16;
 }
 
+/// The q = 1 row loop a plan's kernel must have (cuda_config::RowUpdate as int, launch_split):
+/// the Wide fp32 kernels without the F_B path have one copy, the one with the token's update for
+/// the modes that store the rows after it (1), the other for the rest (2); every other q = 1
+/// kernel both (0). A mode that stores its rows on the copy without the update would leave them
+/// stale: the comparison with the CPU backend sees that; this holds the other direction, which
+/// computes right but runs dead work.
+int expected_q1_row_update(const Config& c, const Plan& pl) {
+  if (pl.split != 1 || pl.gate_mode == GateMode::kPerItem || c.state_bf16) return 0;
+  return kda::cuda_config::stores_updated_rows(c.mode) ? 1 : 2;
+}
+
 /// The q = 1 kernels per gate mode: every q = 1 step kind in gate modes 0, 1 and 2, both state
 /// dtypes and layouts, on Wide and Split, against the CPU backend, each holding the kernel that ran
 /// (with or without the F_B path, plan/counters.h) to the plan. A plan of gate mode 1 or 2 on a
@@ -769,7 +780,7 @@ bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
 /// record of the launch tells the two apart.
 TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
   uint32_t seed = 7700;
-  int cases = 0, without_fb[2] = {};  // fp32, bf16
+  int cases = 0, without_fb[2] = {}, one_loop[2] = {};  // fp32, bf16; kept, dropped
   for (int gate : {0, 1, 2})
     for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 3; ++rep) {
@@ -791,12 +802,18 @@ TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), 1) << c.name() << ": the kernel that ran";
         const bool fb = expected_q1_gate_fb(c, pl);
         EXPECT_EQ(kda::counters::last_step_kernel_gate_fb.load(), fb ? 1 : 0) << c.name() << ": the F_B path";
+        const int ru = expected_q1_row_update(c, pl);
+        EXPECT_EQ(kda::counters::last_step_kernel_row_update.load(), ru) << c.name() << ": the row loop";
+        if (ru != 0) ++one_loop[ru - 1];
         if (!fb) ++without_fb[c.state_bf16];
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] q = 1 kernels per gate mode: " << cases << " configurations (without the F_B path: "
-            << without_fb[0] << " fp32, " << without_fb[1] << " bf16)\n";
+            << without_fb[0] << " fp32, " << without_fb[1] << " bf16; one row loop: " << one_loop[0]
+            << " with the update, " << one_loop[1] << " without)\n";
   EXPECT_GE(without_fb[0], 10) << "fp32 q = 1 steps on the kernel without the F_B path";
+  EXPECT_GE(one_loop[0], 3) << "fp32 decode / per_token steps on the kernel with the update only";
+  EXPECT_GE(one_loop[1], 5) << "fp32 append / record / fused steps on the kernel without it";
 }
 
 /// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).

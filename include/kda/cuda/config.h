@@ -46,6 +46,14 @@ inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
+/// The q = 1 row loop a Split/Wide instantiation is compiled with (step_kernel.cuh, NOTES: the dead
+/// update): kPerLaunch both copies, with and without the token's update S += u·kᵀ, the launch's
+/// mode choosing one (StepTraits::kSkipDeadUpdate; every other kernel has only the first); kKept
+/// only the copy with it (the steps that store the rows after the token: decode, per_token);
+/// kDropped only the copy without it (append, record, fused).
+enum class RowUpdate : int { kPerLaunch = 0, kKept = 1, kDropped = 2 };
+/// Whether a step of mode `m` stores its rows after the token (so its update is not dead).
+inline constexpr bool stores_updated_rows(StepMode m) { return m == StepMode::kDecode || m == StepMode::kPerToken; }
 /// Chunks a warp takes per pass of the chunk loop (step_kernel.cuh, NOTES: chunks per pass) in
 /// the Split/Wide instantiation <SPLIT, Q, MIN_BLOCKS> with `state_bytes` of state per element:
 /// Wide's small-grid verify form takes all four with q known at compile time and fp32 state,

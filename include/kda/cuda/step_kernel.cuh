@@ -79,7 +79,8 @@ namespace kda::cuda {
 /// spill with it, yet Wide's fp32 q = 1 kernel without it ran gate mode 2 decode 1.7–1.9% faster at
 /// 768 items, 0.1–1.5% at 384–24,576, gate mode 1 decode and append Qr = 16 up to 0.9% faster
 /// (docs/data/ladder_s43/run4, rung n4): gate modes 1 and 2 run that one.
-template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true, int MIN_BLOCKS_ = 4>
+template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true, int MIN_BLOCKS_ = 4,
+          cuda_config::RowUpdate ROW_UPDATE_ = cuda_config::RowUpdate::kPerLaunch>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
   using StateT = StateT_;
@@ -153,6 +154,11 @@ struct StepTraits {
   /// kernels of fp32 append. Split and the six-CTA bf16 kernel keep one loop: the second copy cost
   /// them 8 and 16 bytes more of stack.
   static constexpr bool kSkipDeadUpdate = Q_ == 1 && SPLIT_ == 1 && sizeof(StateT_) == 4;
+  /// The q = 1 row loop compiled alone (cuda_config::RowUpdate: kKept, kDropped), or as above
+  /// (kPerLaunch). Wide fp32 without the F_B path has both one-copy forms, the launch choosing by its
+  /// mode (cuda_config::stores_updated_rows).
+  static constexpr cuda_config::RowUpdate kRowUpdate = ROW_UPDATE_;
+  static_assert(ROW_UPDATE_ == cuda_config::RowUpdate::kPerLaunch || Q_ == 1, "one row-loop copy: q = 1 only");
   /// Chunks a warp takes per pass where every chunk is in flight (NOTES: chunks per pass, in the
   /// kernel; cuda_config::chunks_per_pass).
   static constexpr int kChunksPerPass = cuda_config::chunks_per_pass(SPLIT_, Q_, MIN_BLOCKS_, int(sizeof(StateT_)));
@@ -1109,10 +1115,16 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // append Qr = 8 3.8–4.5% faster at 6144–24,576 items, Qr = 16 2.7–3.2%; decode at large batch as
     // fast, H = 96, B = 8 in gate mode 2 1.8% slower, H = 24, B = 8 2.2% faster (ladder_s42/run3).
     // Skipped per chunk (a branch in delta_rows) it gained append 1.2–2.0% and cost decode at small
-    // grids about 1% (docs/data/ladder_s42/run2, rung nu).
+    // grids about 1% (docs/data/ladder_s42/run2, rung nu). Wide fp32 without the F_B path compiles
+    // each copy alone instead (T::kRowUpdate), the dispatch choosing the instantiation by the mode:
+    // decode keeps one loop (the second copy is what cost it the 1.8%) and append keeps the skip.
     if (!multi) {
-      if constexpr (T::kSkipDeadUpdate) {
-        if (mode == StepMode::kDecode || mode == StepMode::kPerToken)
+      if constexpr (T::kRowUpdate == cuda_config::RowUpdate::kKept) {
+        chunks(std::true_type{});
+      } else if constexpr (T::kRowUpdate == cuda_config::RowUpdate::kDropped) {
+        chunks(std::false_type{});
+      } else if constexpr (T::kSkipDeadUpdate) {
+        if (cuda_config::stores_updated_rows(mode))
           chunks(std::true_type{});
         else
           chunks(std::false_type{});
