@@ -149,11 +149,15 @@ template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
   for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1, true>(smem),
-                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem)})
+                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem),
+                        cuda::set_step_attributes<SPLIT, float, 1, true, 4, kKept>(smem)})
     if (e == cudaSuccess) e = x;
+  if constexpr (SPLIT > 1) e = e == cudaSuccess ? cuda::set_step_attributes<SPLIT, uint16_t, 1, true, 4, kKept>(smem) : e;
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
     for (cudaError_t x :
-         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem), cuda::set_step_attributes<1, float, 1, false, 6, kDropped>(smem),
+         {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kKept>(smem),
+          cuda::set_step_attributes<1, uint16_t, 1, false, 6, kDropped>(smem),
+          cuda::set_step_attributes<1, float, 1, false, 6, kDropped>(smem),
           cuda::set_step_attributes<1, float, 1, false, 4, kKept>(smem),
           cuda::set_step_attributes<1, float, 1, false, 4, kDropped>(smem),
           set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
@@ -187,19 +191,30 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
   if (p.q == 1) {
     // Wide in gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
     // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four
+    // decode and per_token run a form with the token's update and no records or fold
+    // (cuda_config::RowUpdate::kKept) where one is instantiated: Split, and Wide fp32
+    const bool keeps = cuda_config::stores_updated_rows(StepMode(p.mode));
     if constexpr (SPLIT == 1) {
       if (plan.gate_mode != GateMode::kPerItem) {
         if constexpr (sizeof(StateT) == 4) {
           // fp32 plans lay out six only for append (a ladder knob may ask it of decode: four then)
-          if (cuda_config::stores_updated_rows(StepMode(p.mode))) return launch_step_kernel<1, float, 1, false, 4, kKept>(p, plan, s);
+          if (keeps) return launch_step_kernel<1, float, 1, false, 4, kKept>(p, plan, s);
           if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6, kDropped>(p, plan, s);
           return launch_step_kernel<1, float, 1, false, 4, kDropped>(p, plan, s);
         } else {
-          if (plan.ctas_per_sm > 4) return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
+          if (plan.ctas_per_sm > 4)
+            return keeps ? launch_step_kernel<1, StateT, 1, false, 6, kKept>(p, plan, s)
+                         : launch_step_kernel<1, StateT, 1, false, 6, kDropped>(p, plan, s);
+          return launch_step_kernel<1, StateT, 1, true>(p, plan, s);
         }
       }
+      if constexpr (sizeof(StateT) == 4)
+        if (keeps) return launch_step_kernel<1, float, 1, true, 4, kKept>(p, plan, s);
+      return launch_step_kernel<1, StateT, 1, true>(p, plan, s);
+    } else {
+      if (keeps) return launch_step_kernel<SPLIT, StateT, 1, true, 4, kKept>(p, plan, s);
+      return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
     }
-    return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {
     if (plan.ctas_per_sm == kDense) return launch_wide_verify_dense<StateT>(p, plan, s);

@@ -763,14 +763,18 @@ bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
 }
 
 /// The q = 1 row loop a plan's kernel must have (cuda_config::RowUpdate as int, launch_split):
-/// the Wide fp32 kernels without the F_B path have one copy, the one with the token's update for
-/// the modes that store the rows after it (1), the other for the rest (2); every other q = 1
-/// kernel both (0). A mode that stores its rows on the copy without the update would leave them
+/// the modes that store the rows after the token run the form with the update and without
+/// records or fold (1) on Split, on Wide fp32 and on Wide bf16's six-CTA kernel; the others run
+/// the form without the update (2) on Wide in gate modes 1 and 2 (fp32; bf16 at six CTAs per SM),
+/// else the kernel with both copies (0), as does Wide bf16 below six. A mode that stores its rows on the copy without the update would leave them
 /// stale: the comparison with the CPU backend sees that; this holds the other direction, which
 /// computes right but runs dead work.
 int expected_q1_row_update(const Config& c, const Plan& pl) {
-  if (pl.split != 1 || pl.gate_mode == GateMode::kPerItem || c.state_bf16) return 0;
-  return kda::cuda_config::stores_updated_rows(c.mode) ? 1 : 2;
+  const bool keeps = kda::cuda_config::stores_updated_rows(c.mode);
+  if (pl.split > 1) return keeps ? 1 : 0;
+  if (c.state_bf16) return pl.gate_mode != GateMode::kPerItem && pl.ctas_per_sm > 4 ? (keeps ? 1 : 2) : 0;
+  if (pl.gate_mode == GateMode::kPerItem) return keeps ? 1 : 0;
+  return keeps ? 1 : 2;
 }
 
 /// The q = 1 kernels per gate mode: every q = 1 step kind in gate modes 0, 1 and 2, both state
