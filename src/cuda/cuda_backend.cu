@@ -152,18 +152,18 @@ cudaError_t set_attrs(int64_t smem) {
                         cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem),
                         cuda::set_step_attributes<SPLIT, float, 1, true, 4, kKept>(smem)})
     if (e == cudaSuccess) e = x;
-  if constexpr (SPLIT > 1) e = e == cudaSuccess ? cuda::set_step_attributes<SPLIT, uint16_t, 1, true, 4, kKept>(smem) : e;
+  if constexpr (SPLIT > 1)
+    e = e == cudaSuccess ? cuda::set_step_attributes<SPLIT, uint16_t, 1, true, 4, kKept>(smem) : e;
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
-    for (cudaError_t x :
-         {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kKept>(smem),
-          cuda::set_step_attributes<1, uint16_t, 1, false, 6, kDropped>(smem),
-          cuda::set_step_attributes<1, float, 1, false, 6, kDropped>(smem),
-          cuda::set_step_attributes<1, float, 1, false, 4, kKept>(smem),
-          cuda::set_step_attributes<1, float, 1, false, 4, kDropped>(smem),
-          set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
-          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
-          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
-          set_dense_attributes<float>(smem), set_dense_attributes<uint16_t>(smem)})
+    for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kKept>(smem),
+                          cuda::set_step_attributes<1, uint16_t, 1, false, 6, kDropped>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 6, kDropped>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 4, kKept>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 4, kDropped>(smem),
+                          set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
+                          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
+                          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
+                          set_dense_attributes<float>(smem), set_dense_attributes<uint16_t>(smem)})
       if (e == cudaSuccess) e = x;
   } else {
     for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),

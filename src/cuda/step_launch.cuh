@@ -81,9 +81,9 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 
 }  // namespace kda::cuda
 
-#define KDA_INSTANTIATE_STEP_FORM(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, ROW_UPDATE)                      \
-  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, ROW_UPDATE>(             \
-      const kda::StepParams&, int64_t, int64_t, cudaStream_t);                                             \
+#define KDA_INSTANTIATE_STEP_FORM(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, ROW_UPDATE)              \
+  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, ROW_UPDATE>( \
+      const kda::StepParams&, int64_t, int64_t, cudaStream_t);                                   \
   template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, ROW_UPDATE>(int64_t);
 #define KDA_INSTANTIATE_STEP_OCC(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS) \
   KDA_INSTANTIATE_STEP_FORM(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, kda::cuda_config::RowUpdate::kPerLaunch)

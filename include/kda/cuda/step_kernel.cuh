@@ -224,10 +224,10 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // (a one-copy q = 1 form knows its step kinds, T::kRowUpdate: kKept runs decode and per_token,
   // which neither write records nor fold; kDropped append, record and fused, which write records)
   constexpr cuda_config::RowUpdate RU = T::kRowUpdate;
-  const bool records = RU == cuda_config::RowUpdate::kKept      ? false
-                       : RU == cuda_config::RowUpdate::kDropped ? true
-                                                                : mode == StepMode::kRecord || mode == StepMode::kFused ||
-                                                                      mode == StepMode::kAppend;
+  const bool records = RU == cuda_config::RowUpdate::kKept ? false
+                       : RU == cuda_config::RowUpdate::kDropped
+                           ? true
+                           : mode == StepMode::kRecord || mode == StepMode::kFused || mode == StepMode::kAppend;
   const bool folds = RU != cuda_config::RowUpdate::kKept && (mode == StepMode::kFused || mode == StepMode::kAppend);
   // gate mode 0: z from F_B[h] here; 1: z from the gate kernel's fp32 workspace; 2: z in gate_in
   const bool gate_from_fb = T::kGateFb && p.gate_mode == int(GateMode::kPerItem);
