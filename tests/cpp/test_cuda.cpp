@@ -706,6 +706,16 @@ int expected_fold_warps(const Config& c, const Plan& pl) {
   return kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks);
 }
 
+/// The step kinds a q ≥ 2 step's kernel must be compiled for (launch_split; counters.h): the
+/// fold-warp twins fused alone, the dense form record and fused, every other verify kernel every kind.
+unsigned expected_verify_kinds(const Config& c, const Plan& pl) {
+  using namespace kda::cuda_config;
+  if (pl.variant == Variant::kWide && launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused,
+                                                         pl.ctas_per_sm, pl.gate_mode == GateMode::kPerItem))
+    return kFoldTwinStepKinds;
+  return pl.split == 1 && pl.ctas_per_sm == kDenseVerifyCtasPerSm ? kDenseVerifyStepKinds : kAllStepKinds;
+}
+
 /// The Wide kernel's compile-time q instantiations (q = 2, 3, 4, 8, 16 without the F_B path: gate
 /// modes 1 and 2) on every verify kind, both state dtypes and layouts, against the CPU backend;
 /// B up to 33 with pads, so more than one CTA per SM on small heads too. These grids are small:
@@ -741,6 +751,8 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         ++passes[std::clamp(got, 0, 4)];
         const int fw = kda::counters::last_step_fold_warps.load();
         EXPECT_EQ(fw, expected_fold_warps(c, pl)) << c.name() << ": fold warps";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(expected_verify_kinds(c, pl)))
+            << c.name() << ": the kinds compiled";
         folded += fw > 0;
         ++cases;
       }
@@ -762,19 +774,19 @@ bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
   return pl.ctas_per_sm <= 4 && c.state_bf16;
 }
 
-/// The q = 1 row loop a plan's kernel must have (cuda_config::RowUpdate as int, launch_split):
-/// the modes that store the rows after the token run the form with the update and without
-/// records or fold (1) on Split, on Wide fp32 and on Wide bf16's six-CTA kernel; the others run
-/// the form without the update (2) on Wide in gate modes 1 and 2 (fp32; bf16 at six CTAs per SM),
-/// else the kernel with both copies (0), as does Wide bf16 below six. A mode that stores its rows on the copy without the update would leave them
-/// stale: the comparison with the CPU backend sees that; this holds the other direction, which
-/// computes right but runs dead work.
-int expected_q1_row_update(const Config& c, const Plan& pl) {
-  const bool keeps = kda::cuda_config::stores_updated_rows(c.mode);
-  if (pl.split > 1) return keeps ? 1 : 0;
-  if (c.state_bf16) return pl.gate_mode != GateMode::kPerItem && pl.ctas_per_sm > 4 ? (keeps ? 1 : 2) : 0;
-  if (pl.gate_mode == GateMode::kPerItem) return keeps ? 1 : 0;
-  return keeps ? 1 : 2;
+/// The step kinds the q = 1 kernel of a plan must be compiled for (launch_split; counters.h): decode
+/// and per_token run instantiations for those two kinds alone (cuda_config::kStoringStepKinds)
+/// everywhere but Wide bf16 below six CTAs per SM; append, record and fused run ones for their
+/// three kinds alone (kRecordingStepKinds) on Wide in gate modes 1 and 2 (fp32; bf16 at six CTAs
+/// per SM), else the kernel for every kind. A kind on an instantiation without its code would
+/// compute wrong (launch_step refuses it); this holds the other direction, which computes right
+/// but carries the code of kinds it never runs.
+unsigned expected_q1_kinds(const Config& c, const Plan& pl) {
+  using namespace kda::cuda_config;
+  const bool storing = stores_updated_rows(c.mode);
+  const bool wide_lean = pl.split == 1 && pl.gate_mode != GateMode::kPerItem && (!c.state_bf16 || pl.ctas_per_sm > 4);
+  if (storing) return pl.split == 1 && c.state_bf16 && !wide_lean ? kAllStepKinds : kStoringStepKinds;
+  return wide_lean ? kRecordingStepKinds : kAllStepKinds;
 }
 
 /// The q = 1 kernels per gate mode: every q = 1 step kind in gate modes 0, 1 and 2, both state
@@ -784,7 +796,7 @@ int expected_q1_row_update(const Config& c, const Plan& pl) {
 /// record of the launch tells the two apart.
 TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
   uint32_t seed = 7700;
-  int cases = 0, without_fb[2] = {}, one_loop[2] = {};  // fp32, bf16; kept, dropped
+  int cases = 0, without_fb[2] = {}, one_loop[2] = {};  // fp32, bf16; storing kinds, recording kinds
   for (int gate : {0, 1, 2})
     for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 3; ++rep) {
@@ -806,18 +818,19 @@ TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), 1) << c.name() << ": the kernel that ran";
         const bool fb = expected_q1_gate_fb(c, pl);
         EXPECT_EQ(kda::counters::last_step_kernel_gate_fb.load(), fb ? 1 : 0) << c.name() << ": the F_B path";
-        const int ru = expected_q1_row_update(c, pl);
-        EXPECT_EQ(kda::counters::last_step_kernel_row_update.load(), ru) << c.name() << ": the row loop";
-        if (ru != 0) ++one_loop[ru - 1];
+        const unsigned kinds = expected_q1_kinds(c, pl);
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kinds)) << c.name() << ": the kinds compiled";
+        if (kinds == kda::cuda_config::kStoringStepKinds) ++one_loop[0];
+        if (kinds == kda::cuda_config::kRecordingStepKinds) ++one_loop[1];
         if (!fb) ++without_fb[c.state_bf16];
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] q = 1 kernels per gate mode: " << cases << " configurations (without the F_B path: "
-            << without_fb[0] << " fp32, " << without_fb[1] << " bf16; one row loop: " << one_loop[0]
-            << " with the update, " << one_loop[1] << " without)\n";
+            << without_fb[0] << " fp32, " << without_fb[1] << " bf16; for their kinds alone: " << one_loop[0]
+            << " decode / per_token, " << one_loop[1] << " append / record / fused)\n";
   EXPECT_GE(without_fb[0], 10) << "fp32 q = 1 steps on the kernel without the F_B path";
-  EXPECT_GE(one_loop[0], 3) << "fp32 decode / per_token steps on the kernel with the update only";
-  EXPECT_GE(one_loop[1], 5) << "fp32 append / record / fused steps on the kernel without it";
+  EXPECT_GE(one_loop[0], 10) << "decode / per_token steps on the kernels for those kinds alone";
+  EXPECT_GE(one_loop[1], 5) << "append / record / fused steps on the kernels for those kinds alone";
 }
 
 /// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).
@@ -938,6 +951,8 @@ TEST_F(CudaVsCpu, WideVerifyDenseForm) {
         run_case(c, seed++, &pl);
         EXPECT_EQ(pl.ctas_per_sm, kDense) << c.name() << ": " << pl.describe();
         EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << c.name() << ": the kernel that ran";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kda::cuda_config::kDenseVerifyStepKinds))
+            << c.name() << ": the kinds compiled";
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), q) << c.name();
         ++cases;
       }
@@ -1045,6 +1060,8 @@ TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
         two_chunk_passes += want == 2;
         const int want_fw = expected_fold_warps(c, pl);
         EXPECT_EQ(kda::counters::last_step_fold_warps.load(), want_fw) << c.name() << ": fold warps";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(expected_verify_kinds(c, pl)))
+            << c.name() << ": the kinds compiled";
         folded += want_fw > 0;
         ++cases;
       }
