@@ -81,14 +81,14 @@ constexpr unsigned kStoring = cuda_config::kStoringStepKinds, kRecording = cuda_
 /// The fold-warp twins of the small-grid form (cuda_config::fold_warps): without the F_B path only.
 constexpr int kFoldTwin = cuda_config::kFoldWarpsMinBlocks;
 
-/// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
-/// 3, 4, 8 without; q = 16 only in the small-grid form and its twins (its shared memory, 105 KiB
-/// and more, never lets more than two CTAs share an SM).
 /// The step kinds of the Wide verify kernels compiled for MB CTAs per SM: the twins run fused
 /// steps only (cuda_config::kFoldTwinStepKinds), the other forms every kind.
 template <int MB>
 constexpr unsigned kWideVerifyKinds = MB == kFoldTwin ? cuda_config::kFoldTwinStepKinds : cuda_config::kAllStepKinds;
 
+/// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
+/// 3, 4, 8 without; q = 16 only in the small-grid form and its twins (its shared memory, 105 KiB
+/// and more, never lets more than two CTAs share an SM).
 template <class StateT, int MB>
 cudaError_t set_wide_attributes(int64_t smem) {
   constexpr unsigned KN = kWideVerifyKinds<MB>;
@@ -200,10 +200,10 @@ template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
     // Wide in gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
-    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four
-    // decode and per_token run instantiations for those two kinds alone (no records, no fold, the
+    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four.
+    // Decode and per_token run instantiations for those two kinds alone (no records, no fold, the
     // token's update kept) everywhere but Wide bf16 below six CTAs per SM; append, record and fused
-    // run ones for their kinds alone on Wide without the F_B path
+    // run ones for those three kinds alone (without the update) on Wide without the F_B path.
     const bool keeps = cuda_config::stores_updated_rows(StepMode(p.mode));
     if constexpr (SPLIT == 1) {
       if (plan.gate_mode != GateMode::kPerItem) {
