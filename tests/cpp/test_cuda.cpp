@@ -698,21 +698,20 @@ int expected_chunks_per_pass(const Config& c, const Plan& pl) {
 /// warps): a fused step without the F_B path in Wide's small-grid verify form, every chunk in
 /// flight (four stages), on a plan of one CTA per SM runs the fold-warp twins
 /// (cuda_config::fold_warps); none everywhere else.
+bool expect_fold_twins(const Config& c, const Plan& pl) {
+  return pl.variant == Variant::kWide &&
+         kda::cuda_config::launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm,
+                                               pl.gate_mode == GateMode::kPerItem);
+}
 int expected_fold_warps(const Config& c, const Plan& pl) {
-  if (pl.variant != Variant::kWide ||
-      !kda::cuda_config::launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm,
-                                             pl.gate_mode == GateMode::kPerItem))
-    return 0;
-  return kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks);
+  return expect_fold_twins(c, pl) ? kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks) : 0;
 }
 
 /// The step kinds a q ≥ 2 step's kernel must be compiled for (launch_split; counters.h): the
 /// fold-warp twins fused alone, the dense form record and fused, every other verify kernel every kind.
 unsigned expected_verify_kinds(const Config& c, const Plan& pl) {
   using namespace kda::cuda_config;
-  if (pl.variant == Variant::kWide && launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused,
-                                                         pl.ctas_per_sm, pl.gate_mode == GateMode::kPerItem))
-    return kFoldTwinStepKinds;
+  if (expect_fold_twins(c, pl)) return kFoldTwinStepKinds;
   return pl.split == 1 && pl.ctas_per_sm == kDenseVerifyCtasPerSm ? kDenseVerifyStepKinds : kAllStepKinds;
 }
 
