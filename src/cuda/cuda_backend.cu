@@ -167,13 +167,13 @@ cudaError_t set_attrs(int64_t smem) {
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
     for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kStoring>(smem),
                           cuda::set_step_attributes<1, uint16_t, 1, false, 6, kRecording>(smem),
-                          cuda::set_step_attributes<1, float, 1, false, 6, kRecording>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 6>(smem),
                           cuda::set_step_attributes<1, float, 1, false, 4, kStoring>(smem),
-                          cuda::set_step_attributes<1, float, 1, false, 4, kRecording>(smem),
-                          set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
-                          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
-                          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
-                          set_dense_attributes<float>(smem), set_dense_attributes<uint16_t>(smem)})
+                          cuda::set_step_attributes<1, float, 1, false, 4>(smem), set_wide_attributes<float, 4>(smem),
+                          set_wide_attributes<uint16_t, 4>(smem), set_wide_attributes<float, kSmall>(smem),
+                          set_wide_attributes<uint16_t, kSmall>(smem), set_wide_attributes<float, kFoldTwin>(smem),
+                          set_wide_attributes<uint16_t, kFoldTwin>(smem), set_dense_attributes<float>(smem),
+                          set_dense_attributes<uint16_t>(smem)})
       if (e == cudaSuccess) e = x;
   } else {
     for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
@@ -189,7 +189,7 @@ cudaError_t set_attrs(int64_t smem) {
 /// token vectors in registers; without the F_B path, one cut for six CTAs per SM, which bf16
 /// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 ones for
 /// four, which gate modes 1 and 2 run elsewhere; decode and per_token on instantiations of their own
-/// where those are built, the other kinds on Wide without the F_B path too: cuda_config::step_kind);
+/// where those are built, the other kinds on Wide bf16's six-CTA one too: cuda_config::step_kind);
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
@@ -203,15 +203,16 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four.
     // Decode and per_token run instantiations for those two kinds alone (no records, no fold, the
     // token's update kept) everywhere but Wide bf16 below six CTAs per SM; append, record and fused
-    // run ones for those three kinds alone (without the update) on Wide without the F_B path.
+    // run ones for those three kinds alone (without the update) on Wide bf16 at six CTAs per SM.
     const bool keeps = cuda_config::stores_updated_rows(StepMode(p.mode));
     if constexpr (SPLIT == 1) {
       if (plan.gate_mode != GateMode::kPerItem) {
         if constexpr (sizeof(StateT) == 4) {
           // fp32 plans lay out six only for append (a ladder knob may ask it of decode: four then)
+          // (append, record and fused on their kinds' own form were 2–6% slower: the kernel for every kind)
           if (keeps) return launch_step_kernel<1, float, 1, false, 4, kStoring>(p, plan, s);
-          if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6, kRecording>(p, plan, s);
-          return launch_step_kernel<1, float, 1, false, 4, kRecording>(p, plan, s);
+          if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6>(p, plan, s);
+          return launch_step_kernel<1, float, 1, false, 4>(p, plan, s);
         } else {
           if (plan.ctas_per_sm > 4)
             return keeps ? launch_step_kernel<1, StateT, 1, false, 6, kStoring>(p, plan, s)
