@@ -60,7 +60,7 @@ constexpr int kSmall = cuda_config::kSmallGridVerifyCtasPerSm;
 
 /// Launches a plan's Split/Wide instantiation and records which one (counters.h: the tests hold
 /// a plan to the kernel form it names).
-template <int SPLIT, class StateT, int Q, bool GATE_FB, int MB = 4>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MB = 4, unsigned KINDS = cuda_config::kAllStepKinds>
 cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream_t s) {
   counters::last_step_kernel_q.store(Q, std::memory_order_relaxed);
   counters::last_step_kernel_ctas_per_sm.store(cuda_config::step_kernel_ctas_per_sm(SPLIT, Q, MB),
@@ -71,27 +71,37 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
       std::memory_order_relaxed);
   counters::last_step_fold_warps.store(cuda_config::fold_warps(SPLIT, Q, MB), std::memory_order_relaxed);
   counters::last_step_kernel_gate_fb.store(GATE_FB ? 1 : 0, std::memory_order_relaxed);
-  return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB>(p, plan.ctas, plan.smem, s);
+  counters::last_step_kernel_kinds.store(int(KINDS), std::memory_order_relaxed);
+  return cuda::launch_step<SPLIT, StateT, Q, GATE_FB, MB, KINDS>(p, plan.ctas, plan.smem, s);
 }
+
+/// The q = 1 instantiations for the kinds that store their rows (decode, per_token) or for the others.
+constexpr unsigned kStoring = cuda_config::kStoringStepKinds, kRecording = cuda_config::kRecordingStepKinds;
 
 /// The fold-warp twins of the small-grid form (cuda_config::fold_warps): without the F_B path only.
 constexpr int kFoldTwin = cuda_config::kFoldWarpsMinBlocks;
+
+/// The step kinds of the Wide verify kernels compiled for MB CTAs per SM: the twins run fused
+/// steps only (cuda_config::kFoldTwinStepKinds), the other forms every kind.
+template <int MB>
+constexpr unsigned kWideVerifyKinds = MB == kFoldTwin ? cuda_config::kFoldTwinStepKinds : cuda_config::kAllStepKinds;
 
 /// The Wide verify kernels compiled for MB CTAs per SM: run-time q with and without F_B, q = 2,
 /// 3, 4, 8 without; q = 16 only in the small-grid form and its twins (its shared memory, 105 KiB
 /// and more, never lets more than two CTAs share an SM).
 template <class StateT, int MB>
 cudaError_t set_wide_attributes(int64_t smem) {
+  constexpr unsigned KN = kWideVerifyKinds<MB>;
   cudaError_t e = cudaSuccess;
   if constexpr (MB != kFoldTwin) e = cuda::set_step_attributes<1, StateT, 0, true, MB>(smem);
-  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 0, false, MB>(smem),
-                        cuda::set_step_attributes<1, StateT, 2, false, MB>(smem),
-                        cuda::set_step_attributes<1, StateT, 3, false, MB>(smem),
-                        cuda::set_step_attributes<1, StateT, 4, false, MB>(smem),
-                        cuda::set_step_attributes<1, StateT, 8, false, MB>(smem)})
+  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 0, false, MB, KN>(smem),
+                        cuda::set_step_attributes<1, StateT, 2, false, MB, KN>(smem),
+                        cuda::set_step_attributes<1, StateT, 3, false, MB, KN>(smem),
+                        cuda::set_step_attributes<1, StateT, 4, false, MB, KN>(smem),
+                        cuda::set_step_attributes<1, StateT, 8, false, MB, KN>(smem)})
     if (e == cudaSuccess) e = x;
   if constexpr (MB == kSmall || MB == kFoldTwin)
-    if (e == cudaSuccess) e = cuda::set_step_attributes<1, StateT, 16, false, MB>(smem);
+    if (e == cudaSuccess) e = cuda::set_step_attributes<1, StateT, 16, false, MB, KN>(smem);
   return e;
 }
 
@@ -100,19 +110,21 @@ cudaError_t set_wide_attributes(int64_t smem) {
 /// their own.
 template <class StateT, int MB>
 cudaError_t launch_wide_verify(const StepParams& p, const Plan& plan, cudaStream_t s) {
+  constexpr unsigned KN = kWideVerifyKinds<MB>;
   if constexpr (MB != kFoldTwin)
     if (plan.gate_mode == GateMode::kPerItem) return launch_step_kernel<1, StateT, 0, true, MB>(p, plan, s);
   switch (p.q) {
-    case 2: return launch_step_kernel<1, StateT, 2, false, MB>(p, plan, s);
-    case 3: return launch_step_kernel<1, StateT, 3, false, MB>(p, plan, s);
-    case 4: return launch_step_kernel<1, StateT, 4, false, MB>(p, plan, s);
-    case 8: return launch_step_kernel<1, StateT, 8, false, MB>(p, plan, s);
+    case 2: return launch_step_kernel<1, StateT, 2, false, MB, KN>(p, plan, s);
+    case 3: return launch_step_kernel<1, StateT, 3, false, MB, KN>(p, plan, s);
+    case 4: return launch_step_kernel<1, StateT, 4, false, MB, KN>(p, plan, s);
+    case 8: return launch_step_kernel<1, StateT, 8, false, MB, KN>(p, plan, s);
     case 16:
-      if constexpr (MB == kSmall || MB == kFoldTwin) return launch_step_kernel<1, StateT, 16, false, MB>(p, plan, s);
+      if constexpr (MB == kSmall || MB == kFoldTwin)
+        return launch_step_kernel<1, StateT, 16, false, MB, KN>(p, plan, s);
       break;
     default: break;
   }
-  return launch_step_kernel<1, StateT, 0, false, MB>(p, plan, s);
+  return launch_step_kernel<1, StateT, 0, false, MB, KN>(p, plan, s);
 }
 
 /// The Wide verify kernels' dense form (cuda_config::kDenseVerifyCtasPerSm): q = 2, 3, 4 without
@@ -121,9 +133,10 @@ constexpr int kDense = cuda_config::kDenseVerifyCtasPerSm;
 template <class StateT>
 cudaError_t set_dense_attributes(int64_t smem) {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 2, false, kDense>(smem),
-                        cuda::set_step_attributes<1, StateT, 3, false, kDense>(smem),
-                        cuda::set_step_attributes<1, StateT, 4, false, kDense>(smem)})
+  constexpr unsigned KN = cuda_config::kDenseVerifyStepKinds;
+  for (cudaError_t x : {cuda::set_step_attributes<1, StateT, 2, false, kDense, KN>(smem),
+                        cuda::set_step_attributes<1, StateT, 3, false, kDense, KN>(smem),
+                        cuda::set_step_attributes<1, StateT, 4, false, kDense, KN>(smem)})
     if (e == cudaSuccess) e = x;
   return e;
 }
@@ -132,10 +145,11 @@ cudaError_t set_dense_attributes(int64_t smem) {
 /// only steps the dense form has; anything else runs the four-CTA form's kernel).
 template <class StateT>
 cudaError_t launch_wide_verify_dense(const StepParams& p, const Plan& plan, cudaStream_t s) {
-  if (plan.gate_mode != GateMode::kPerItem) switch (p.q) {
-      case 2: return launch_step_kernel<1, StateT, 2, false, kDense>(p, plan, s);
-      case 3: return launch_step_kernel<1, StateT, 3, false, kDense>(p, plan, s);
-      case 4: return launch_step_kernel<1, StateT, 4, false, kDense>(p, plan, s);
+  constexpr unsigned KN = cuda_config::kDenseVerifyStepKinds;
+  if (plan.gate_mode != GateMode::kPerItem && (KN & cuda_config::step_kind(StepMode(p.mode))) != 0) switch (p.q) {
+      case 2: return launch_step_kernel<1, StateT, 2, false, kDense, KN>(p, plan, s);
+      case 3: return launch_step_kernel<1, StateT, 3, false, kDense, KN>(p, plan, s);
+      case 4: return launch_step_kernel<1, StateT, 4, false, kDense, KN>(p, plan, s);
       default: break;
     }
   return launch_wide_verify<StateT, 4>(p, plan, s);
@@ -145,16 +159,21 @@ template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
   for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1, true>(smem),
-                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem)})
+                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem),
+                        cuda::set_step_attributes<SPLIT, float, 1, true, 4, kStoring>(smem)})
     if (e == cudaSuccess) e = x;
+  if constexpr (SPLIT > 1)
+    e = e == cudaSuccess ? cuda::set_step_attributes<SPLIT, uint16_t, 1, true, 4, kStoring>(smem) : e;
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
-    for (cudaError_t x :
-         {cuda::set_step_attributes<1, uint16_t, 1, false, 6>(smem),
-          cuda::set_step_attributes<1, float, 1, false, 6>(smem), cuda::set_step_attributes<1, float, 1, false>(smem),
-          set_wide_attributes<float, 4>(smem), set_wide_attributes<uint16_t, 4>(smem),
-          set_wide_attributes<float, kSmall>(smem), set_wide_attributes<uint16_t, kSmall>(smem),
-          set_wide_attributes<float, kFoldTwin>(smem), set_wide_attributes<uint16_t, kFoldTwin>(smem),
-          set_dense_attributes<float>(smem), set_dense_attributes<uint16_t>(smem)})
+    for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kStoring>(smem),
+                          cuda::set_step_attributes<1, uint16_t, 1, false, 6, kRecording>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 6>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 4, kStoring>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 4>(smem), set_wide_attributes<float, 4>(smem),
+                          set_wide_attributes<uint16_t, 4>(smem), set_wide_attributes<float, kSmall>(smem),
+                          set_wide_attributes<uint16_t, kSmall>(smem), set_wide_attributes<float, kFoldTwin>(smem),
+                          set_wide_attributes<uint16_t, kFoldTwin>(smem), set_dense_attributes<float>(smem),
+                          set_dense_attributes<uint16_t>(smem)})
       if (e == cudaSuccess) e = x;
   } else {
     for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 0, true>(smem),
@@ -168,8 +187,9 @@ cudaError_t set_attrs(int64_t smem) {
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; without the F_B path, one cut for six CTAs per SM, which bf16
-/// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 one for
-/// four, which gate modes 1 and 2 run elsewhere);
+/// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 ones for
+/// four, which gate modes 1 and 2 run elsewhere; decode and per_token on instantiations of their own
+/// where those are built, the other kinds on Wide bf16's six-CTA one too: cuda_config::step_kind);
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
 /// 8, 16 on Wide there with their own (q fixed at compile time; other q run the run-time q one),
 /// each Wide one in two forms: for four CTAs per SM, and for two where the plan lays out at most
@@ -180,14 +200,33 @@ template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
     // Wide in gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
-    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four
+    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four.
+    // Decode and per_token run instantiations for those two kinds alone (no records, no fold, the
+    // token's update kept) everywhere but Wide bf16 below six CTAs per SM; append, record and fused
+    // run ones for those three kinds alone (without the update) on Wide bf16 at six CTAs per SM.
+    const bool keeps = cuda_config::stores_updated_rows(StepMode(p.mode));
     if constexpr (SPLIT == 1) {
       if (plan.gate_mode != GateMode::kPerItem) {
-        if (plan.ctas_per_sm > 4) return launch_step_kernel<1, StateT, 1, false, 6>(p, plan, s);
-        if constexpr (sizeof(StateT) == 4) return launch_step_kernel<1, StateT, 1, false>(p, plan, s);
+        if constexpr (sizeof(StateT) == 4) {
+          // fp32 plans lay out six only for append (a ladder knob may ask it of decode: four then)
+          // (append, record and fused on their kinds' own form were 2–6% slower: the kernel for every kind)
+          if (keeps) return launch_step_kernel<1, float, 1, false, 4, kStoring>(p, plan, s);
+          if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6>(p, plan, s);
+          return launch_step_kernel<1, float, 1, false, 4>(p, plan, s);
+        } else {
+          if (plan.ctas_per_sm > 4)
+            return keeps ? launch_step_kernel<1, StateT, 1, false, 6, kStoring>(p, plan, s)
+                         : launch_step_kernel<1, StateT, 1, false, 6, kRecording>(p, plan, s);
+          return launch_step_kernel<1, StateT, 1, true>(p, plan, s);
+        }
       }
+      if constexpr (sizeof(StateT) == 4)
+        if (keeps) return launch_step_kernel<1, float, 1, true, 4, kStoring>(p, plan, s);
+      return launch_step_kernel<1, StateT, 1, true>(p, plan, s);
+    } else {
+      if (keeps) return launch_step_kernel<SPLIT, StateT, 1, true, 4, kStoring>(p, plan, s);
+      return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
     }
-    return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
   }
   if constexpr (SPLIT == 1) {
     if (plan.ctas_per_sm == kDense) return launch_wide_verify_dense<StateT>(p, plan, s);

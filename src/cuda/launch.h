@@ -6,19 +6,22 @@
 
 #include <cstdint>
 
+#include "kda/cuda/config.h"
 #include "kda/params.h"
 
 namespace kda::cuda {
 
 /// Launches the Split/Wide step kernel with SPLIT CTAs per item (a cluster when SPLIT > 1),
 /// Q = 1 (q = 1 steps) or 0 (any q), GATE_FB false for gate modes 1 and 2 only;
-/// MIN_BLOCKS the CTAs per SM its register budget is cut for; p.ring_stages state stages.
-template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS = 4>
+/// MIN_BLOCKS the CTAs per SM its register budget is cut for; p.ring_stages state stages; KINDS
+/// the step kinds it runs (cuda_config::step_kind bits; a step of another kind:
+/// cudaErrorInvalidValue, nothing launched).
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS = 4, unsigned KINDS = cuda_config::kAllStepKinds>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream);
 
 /// Raises the kernel's dynamic shared-memory limit; fails with
 /// cudaErrorInvalidDeviceFunction when the build has no image for the current GPU.
-template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS = 4>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS = 4, unsigned KINDS = cuda_config::kAllStepKinds>
 cudaError_t set_step_attributes(int64_t max_smem);
 
 /// Launches the warp-specialised persistent WS kernel on `ctas` CTAs (one per SM;

@@ -47,9 +47,10 @@ cudaError_t launch_pdl(Kernel kernel, const StepParams& p, dim3 grid, int thread
   return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
-template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS, unsigned KINDS>
 cudaError_t launch_step(const StepParams& p, int64_t ctas, int64_t smem, cudaStream_t stream) {
-  using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS>;
+  using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS, KINDS>;
+  if ((KINDS & cuda_config::step_kind(StepMode(p.mode))) == 0) return cudaErrorInvalidValue;  // its code is not there
   // (the fold-warp twins: kThreads and their fold warps, StepTraits::kBoundThreads)
   return launch_pdl(kda_step_kernel<T>, p, dim3(unsigned(ctas)), T::kBoundThreads, smem, stream, SPLIT);
 }
@@ -64,9 +65,9 @@ cudaError_t set_ws_attributes(int64_t max_smem) {
   return set_max_dynamic_smem(kda_ws_kernel<StateT>, max_smem);
 }
 
-template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS>
+template <int SPLIT, class StateT, int Q, bool GATE_FB, int MIN_BLOCKS, unsigned KINDS>
 cudaError_t set_step_attributes(int64_t max_smem) {
-  using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS>;
+  using T = StepTraits<SPLIT, StateT, Q, GATE_FB, MIN_BLOCKS, KINDS>;
   return set_max_dynamic_smem(kda_step_kernel<T>, max_smem);
 }
 
@@ -79,10 +80,12 @@ cudaError_t launch_commit(const CommitParams& p, cudaStream_t stream) {
 
 }  // namespace kda::cuda
 
-#define KDA_INSTANTIATE_STEP_OCC(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS)                                               \
-  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS>(const kda::StepParams&, int64_t, \
-                                                                                    int64_t, cudaStream_t);          \
-  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS>(int64_t);
+#define KDA_INSTANTIATE_STEP_FORM(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, KINDS)              \
+  template cudaError_t kda::cuda::launch_step<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, KINDS>( \
+      const kda::StepParams&, int64_t, int64_t, cudaStream_t);                              \
+  template cudaError_t kda::cuda::set_step_attributes<SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, KINDS>(int64_t);
+#define KDA_INSTANTIATE_STEP_OCC(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS) \
+  KDA_INSTANTIATE_STEP_FORM(SPLIT, STATE, Q, GATE_FB, MIN_BLOCKS, kda::cuda_config::kAllStepKinds)
 #define KDA_INSTANTIATE_STEP(SPLIT, STATE, Q, GATE_FB) KDA_INSTANTIATE_STEP_OCC(SPLIT, STATE, Q, GATE_FB, 4)
 
 #define KDA_INSTANTIATE_WS(STATE)                                                                           \

@@ -21,5 +21,7 @@ inline std::atomic<int> last_step_chunks_per_pass{0};
 inline std::atomic<int> last_step_fold_warps{0};
 /// ... and whether it has the F_B gate path (StepTraits' GATE_FB: 1, else 0).
 inline std::atomic<int> last_step_kernel_gate_fb{-1};
+/// ... and the step kinds it was compiled for (StepTraits' KINDS: cuda_config::step_kind bits).
+inline std::atomic<int> last_step_kernel_kinds{-1};
 
 }  // namespace kda::counters

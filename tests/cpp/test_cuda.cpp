@@ -57,7 +57,12 @@ struct Mirror {
   ~Mirror() {
     if (dev) cudaFree(dev);
   }
-  void up() { cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice); }
+  // From pageable memory cudaMemcpy may return before its DMA lands; a kernel on a non-blocking
+  // stream would not wait for it, so the copy is finished here.
+  void up() {
+    cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+  }
   std::vector<unsigned char> down() const {
     std::vector<unsigned char> h(host.size());
     cudaMemcpy(h.data(), dev, h.size(), cudaMemcpyDeviceToHost);
@@ -588,6 +593,9 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
       run_case(c, seed++, &pl);
       EXPECT_EQ(pl.ctas_per_sm, 6) << c.name() << ": " << pl.describe();
       EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), 6) << c.name() << ": the kernel that ran";
+      EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(),
+                int(m == StepMode::kDecode ? kda::cuda_config::kStoringStepKinds : kda::cuda_config::kRecordingStepKinds))
+          << c.name() << ": the kinds compiled";
       ++cases;
     }
   std::cout << "[cuda-vs-cpu] bf16, six CTAs per SM: " << cases << " configurations\n";
@@ -698,12 +706,21 @@ int expected_chunks_per_pass(const Config& c, const Plan& pl) {
 /// warps): a fused step without the F_B path in Wide's small-grid verify form, every chunk in
 /// flight (four stages), on a plan of one CTA per SM runs the fold-warp twins
 /// (cuda_config::fold_warps); none everywhere else.
+bool expect_fold_twins(const Config& c, const Plan& pl) {
+  return pl.variant == Variant::kWide &&
+         kda::cuda_config::launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm,
+                                               pl.gate_mode == GateMode::kPerItem);
+}
 int expected_fold_warps(const Config& c, const Plan& pl) {
-  if (pl.variant != Variant::kWide ||
-      !kda::cuda_config::launches_fold_twins(pl.split, pl.ring_stages, c.mode == StepMode::kFused, pl.ctas_per_sm,
-                                             pl.gate_mode == GateMode::kPerItem))
-    return 0;
-  return kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks);
+  return expect_fold_twins(c, pl) ? kda::cuda_config::fold_warps(1, c.q, kda::cuda_config::kFoldWarpsMinBlocks) : 0;
+}
+
+/// The step kinds a q ≥ 2 step's kernel must be compiled for (launch_split; counters.h): the
+/// fold-warp twins fused alone, the dense form record and fused, every other verify kernel every kind.
+unsigned expected_verify_kinds(const Config& c, const Plan& pl) {
+  using namespace kda::cuda_config;
+  if (expect_fold_twins(c, pl)) return kFoldTwinStepKinds;
+  return pl.split == 1 && pl.ctas_per_sm == kDenseVerifyCtasPerSm ? kDenseVerifyStepKinds : kAllStepKinds;
 }
 
 /// The Wide kernel's compile-time q instantiations (q = 2, 3, 4, 8, 16 without the F_B path: gate
@@ -741,6 +758,8 @@ TEST_F(CudaVsCpu, CompileTimeQEveryVerifyKind) {
         ++passes[std::clamp(got, 0, 4)];
         const int fw = kda::counters::last_step_fold_warps.load();
         EXPECT_EQ(fw, expected_fold_warps(c, pl)) << c.name() << ": fold warps";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(expected_verify_kinds(c, pl)))
+            << c.name() << ": the kinds compiled";
         folded += fw > 0;
         ++cases;
       }
@@ -762,6 +781,21 @@ bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
   return pl.ctas_per_sm <= 4 && c.state_bf16;
 }
 
+/// The step kinds the q = 1 kernel of a plan must be compiled for (launch_split; counters.h): decode
+/// and per_token run instantiations for those two kinds alone (cuda_config::kStoringStepKinds)
+/// everywhere but Wide bf16 below six CTAs per SM; append, record and fused run the one for their
+/// three kinds alone (kRecordingStepKinds) on Wide bf16 at six CTAs per SM in gate modes 1 and 2,
+/// else the kernel for every kind (fp32's form for those kinds was slower). A kind on an instantiation without its code would
+/// compute wrong (launch_step refuses it); this holds the other direction, which computes right
+/// but carries the code of kinds it never runs.
+unsigned expected_q1_kinds(const Config& c, const Plan& pl) {
+  using namespace kda::cuda_config;
+  const bool storing = stores_updated_rows(c.mode);
+  const bool wide_lean = pl.split == 1 && pl.gate_mode != GateMode::kPerItem && (!c.state_bf16 || pl.ctas_per_sm > 4);
+  if (storing) return pl.split == 1 && c.state_bf16 && !wide_lean ? kAllStepKinds : kStoringStepKinds;
+  return wide_lean && c.state_bf16 ? kRecordingStepKinds : kAllStepKinds;
+}
+
 /// The q = 1 kernels per gate mode: every q = 1 step kind in gate modes 0, 1 and 2, both state
 /// dtypes and layouts, on Wide and Split, against the CPU backend, each holding the kernel that ran
 /// (with or without the F_B path, plan/counters.h) to the plan. A plan of gate mode 1 or 2 on a
@@ -769,7 +803,7 @@ bool expected_q1_gate_fb(const Config& c, const Plan& pl) {
 /// record of the launch tells the two apart.
 TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
   uint32_t seed = 7700;
-  int cases = 0, without_fb[2] = {};  // fp32, bf16
+  int cases = 0, without_fb[2] = {}, one_loop[2] = {};  // fp32, bf16; storing kinds, recording kinds
   for (int gate : {0, 1, 2})
     for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
       for (int rep = 0; rep < 3; ++rep) {
@@ -791,12 +825,19 @@ TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), 1) << c.name() << ": the kernel that ran";
         const bool fb = expected_q1_gate_fb(c, pl);
         EXPECT_EQ(kda::counters::last_step_kernel_gate_fb.load(), fb ? 1 : 0) << c.name() << ": the F_B path";
+        const unsigned kinds = expected_q1_kinds(c, pl);
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kinds)) << c.name() << ": the kinds compiled";
+        if (kinds == kda::cuda_config::kStoringStepKinds) ++one_loop[0];
+        if (kinds == kda::cuda_config::kRecordingStepKinds) ++one_loop[1];
         if (!fb) ++without_fb[c.state_bf16];
         ++cases;
       }
   std::cout << "[cuda-vs-cpu] q = 1 kernels per gate mode: " << cases << " configurations (without the F_B path: "
-            << without_fb[0] << " fp32, " << without_fb[1] << " bf16)\n";
+            << without_fb[0] << " fp32, " << without_fb[1] << " bf16; for their kinds alone: " << one_loop[0]
+            << " decode / per_token, " << one_loop[1] << " append / record / fused)\n";
   EXPECT_GE(without_fb[0], 10) << "fp32 q = 1 steps on the kernel without the F_B path";
+  EXPECT_GE(one_loop[0], 10) << "decode / per_token steps on the kernels for those kinds alone";
+  // (the recording kinds' form, bf16 at six CTAs per SM, needs a larger grid: Bf16SixCtasPerSmWide)
 }
 
 /// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).
@@ -917,6 +958,8 @@ TEST_F(CudaVsCpu, WideVerifyDenseForm) {
         run_case(c, seed++, &pl);
         EXPECT_EQ(pl.ctas_per_sm, kDense) << c.name() << ": " << pl.describe();
         EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kDense) << c.name() << ": the kernel that ran";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kda::cuda_config::kDenseVerifyStepKinds))
+            << c.name() << ": the kinds compiled";
         EXPECT_EQ(kda::counters::last_step_kernel_q.load(), q) << c.name();
         ++cases;
       }
@@ -1024,6 +1067,8 @@ TEST_F(CudaVsCpu, TokenGroupTailsEveryVerifyKind) {
         two_chunk_passes += want == 2;
         const int want_fw = expected_fold_warps(c, pl);
         EXPECT_EQ(kda::counters::last_step_fold_warps.load(), want_fw) << c.name() << ": fold warps";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(expected_verify_kinds(c, pl)))
+            << c.name() << ": the kinds compiled";
         folded += want_fw > 0;
         ++cases;
       }
@@ -1282,6 +1327,8 @@ TEST_F(CudaVsCpu, Fp32AppendSixCtasPerSmWide) {
     run_case(c, seed++, &pl);
     EXPECT_EQ(pl.ctas_per_sm, kda::heuristics::kStepF32AppendCtasPerSm) << c.name() << ": " << pl.describe();
     EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), 6) << c.name() << ": the kernel that ran";
+    EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kda::cuda_config::kAllStepKinds))
+        << c.name() << ": the kinds compiled";
   }
   for (int rep = 0; rep < 2; ++rep) {
     Config c;

@@ -46,6 +46,19 @@ inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
 inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
+/// The step kinds a Split/Wide instantiation runs, a bit per StepMode (StepTraits' KINDS): every
+/// kind, or a subset, whose kernel then compiles the other kinds' code out (step_kernel.cuh, NOTES:
+/// the kinds at compile time). The dispatch never launches an instantiation for a kind outside its
+/// set (launch_step refuses it).
+inline constexpr unsigned step_kind(StepMode m) { return 1u << unsigned(m); }
+inline constexpr unsigned kAllStepKinds = step_kind(StepMode::kDecode) | step_kind(StepMode::kPerToken) |
+                                          step_kind(StepMode::kRecord) | step_kind(StepMode::kFused) |
+                                          step_kind(StepMode::kAppend);
+/// The kinds that store the state rows after their tokens (decode, per_token); the others (append,
+/// record, fused) write records instead, so a q = 1 token's update S += u·kᵀ is dead there.
+inline constexpr unsigned kStoringStepKinds = step_kind(StepMode::kDecode) | step_kind(StepMode::kPerToken);
+inline constexpr unsigned kRecordingStepKinds = kAllStepKinds & ~kStoringStepKinds;
+inline constexpr bool stores_updated_rows(StepMode m) { return (kStoringStepKinds & step_kind(m)) != 0; }
 /// Chunks a warp takes per pass of the chunk loop (step_kernel.cuh, NOTES: chunks per pass) in
 /// the Split/Wide instantiation <SPLIT, Q, MIN_BLOCKS> with `state_bytes` of state per element:
 /// Wide's small-grid verify form takes all four with q known at compile time and fp32 state,
@@ -85,6 +98,11 @@ inline constexpr int fold_warps(int split, int q, int min_blocks) {
 inline constexpr bool launches_fold_twins(int split, int stages, bool fused, int ctas_per_sm, bool gate_from_fb) {
   return split == 1 && fused && stages == chunks_per_cta(split) && ctas_per_sm == 1 && !gate_from_fb;
 }
+/// The twins run fused steps only, so they are compiled for that kind alone (step_kind).
+inline constexpr unsigned kFoldTwinStepKinds = step_kind(StepMode::kFused);
+/// The dense verify form runs the record and fused steps its plans name (heuristics::
+/// wide_verify_ctas_per_sm), so it is compiled for those two kinds alone.
+inline constexpr unsigned kDenseVerifyStepKinds = step_kind(StepMode::kRecord) | step_kind(StepMode::kFused);
 inline constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 /// Tokens of a q ≥ 2 step are taken in groups of up to kTokenGroup: the dot products of a
 /// group's tokens with the state as it was when the group began are independent, so they

@@ -79,7 +79,8 @@ namespace kda::cuda {
 /// spill with it, yet Wide's fp32 q = 1 kernel without it ran gate mode 2 decode 1.7–1.9% faster at
 /// 768 items, 0.1–1.5% at 384–24,576, gate mode 1 decode and append Qr = 16 up to 0.9% faster
 /// (docs/data/ladder_s43/run4, rung n4): gate modes 1 and 2 run that one.
-template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true, int MIN_BLOCKS_ = 4>
+template <int SPLIT_, class StateT_, int Q_, bool GATE_FB_ = true, int MIN_BLOCKS_ = 4,
+          unsigned KINDS_ = cuda_config::kAllStepKinds>
 struct StepTraits {
   static constexpr int kSplit = SPLIT_;
   using StateT = StateT_;
@@ -149,10 +150,14 @@ struct StepTraits {
   /// The sigmoid's reciprocal by `rcp.approx` (kSmallGridVerify, above).
   static constexpr bool kApproxRcp = kSmallGridVerify;
   /// The q = 1 row loop compiled a second time without the token's update, for the step kinds that
-  /// do not store the rows after the token (NOTES: the dead update, in the kernel): fp32 Wide, the
-  /// kernels of fp32 append. Split and the six-CTA bf16 kernel keep one loop: the second copy cost
-  /// them 8 and 16 bytes more of stack.
+  /// do not store the rows after the token (NOTES: the dead update, in the kernel), where an fp32
+  /// Wide instantiation runs both kinds of step (kKinds; the gate mode 0 kernel). Split and bf16
+  /// keep one loop there: the second copy cost them 8 and 16 bytes more of stack.
   static constexpr bool kSkipDeadUpdate = Q_ == 1 && SPLIT_ == 1 && sizeof(StateT_) == 4;
+  /// The step kinds the instantiation runs (cuda_config::step_kind bits; NOTES: the kinds at
+  /// compile time, in the kernel): the others' code is compiled out.
+  static constexpr unsigned kKinds = KINDS_;
+  static_assert(KINDS_ != 0 && (KINDS_ & ~cuda_config::kAllStepKinds) == 0, "step kinds");
   /// Chunks a warp takes per pass where every chunk is in flight (NOTES: chunks per pass, in the
   /// kernel; cuda_config::chunks_per_pass).
   static constexpr int kChunksPerPass = cuda_config::chunks_per_pass(SPLIT_, Q_, MIN_BLOCKS_, int(sizeof(StateT_)));
@@ -180,6 +185,28 @@ template <int SPLIT>
 __device__ __forceinline__ void store_all_ranks_async(float* local, int i, float v, uint64_t* bar) {
 #pragma unroll
   for (int r = 0; r < SPLIT; ++r) store_rank_async(local, i, v, bar, uint32_t(r));
+}
+
+/// Whether a step of `mode` is of a kind in SET (cuda_config::step_kind bits) on an instantiation
+/// for the kinds KINDS (NOTES: the kinds at compile time, in the kernel): a constant where KINDS
+/// lies all inside or all outside SET, else the mode compared with SET's kinds in their order.
+template <unsigned KINDS, unsigned SET>
+__device__ __forceinline__ bool kind_in(StepMode mode) {
+  if constexpr ((KINDS & SET) == 0) {
+    return false;
+  } else if constexpr ((KINDS & ~SET) == 0) {
+    return true;
+  } else {
+    bool in = false;
+#pragma unroll
+    for (int m = 0; m < 8; ++m)
+      if ((SET >> m) & 1u) in = in || mode == StepMode(m);
+    return in;
+  }
+}
+template <unsigned KINDS, StepMode M>
+__device__ __forceinline__ bool kind_is(StepMode mode) {
+  return kind_in<KINDS, cuda_config::step_kind(M)>(mode);
 }
 
 /// 1/|y_q|, 1/|y_k| and y_q·y_k of token t from the four warps' partial sums (fixed order,
@@ -215,8 +242,14 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
   const StepMode mode = StepMode(p.mode);
-  const bool records = mode == StepMode::kRecord || mode == StepMode::kFused || mode == StepMode::kAppend;
-  const bool folds = mode == StepMode::kFused || mode == StepMode::kAppend;
+  // NOTES: the kinds at compile time. An instantiation runs the step kinds T::kKinds only (the
+  // dispatch chooses by kind; launch_step refuses others), so whether the step is of a set of kinds
+  // is known at compile time where the instantiation's kinds are all inside or all outside it, and
+  // the code of the kinds it never runs is compiled out: decode's kernels carry no records, no fold
+  // and no second copy of the q = 1 row loop (the dead update, below).
+  constexpr unsigned KINDS = T::kKinds;
+  const bool records = kind_in<KINDS, cuda_config::kRecordingStepKinds>(mode);
+  const bool folds = kind_is<KINDS, StepMode::kFused>(mode) || kind_is<KINDS, StepMode::kAppend>(mode);
   // gate mode 0: z from F_B[h] here; 1: z from the gate kernel's fp32 workspace; 2: z in gate_in
   const bool gate_from_fb = T::kGateFb && p.gate_mode == int(GateMode::kPerItem);
   const bool gate_from_ws = p.gate_mode == int(GateMode::kShared);
@@ -486,14 +519,14 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       const uint16_t og = og_here ? p.out_gate[row_base * p.out_gate_row + h * K + rank * RC + tid] : uint16_t(0);
       const uint16_t fa = gate_from_fb ? p.gate_in[row_base * p.gate_in_row + tid] : uint16_t(0);
       const uint16_t bt = tid == 0 ? p.beta[row_base * p.beta_row + h] : uint16_t(0);
-      const int32_t ts = mode == StepMode::kPerToken && tid == 32 ? int32_t(slot_at(p, b, 0)) : 0;
+      const int32_t ts = kind_is<KINDS, StepMode::kPerToken>(mode) && tid == 32 ? int32_t(slot_at(p, b, 0)) : 0;
 #pragma unroll
       for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
       x0 = bf16_to_f32(xq), x1 = bf16_to_f32(xk);
       if (og_here) s_og[tid] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(og));
       if (gate_from_fb) s_fa[tid] = bf16_to_f32(fa);
       if (tid == 0) s_beta[0] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(bt));
-      if (mode == StepMode::kPerToken && tid == 32) s_tslots[0] = ts;
+      if (kind_is<KINDS, StepMode::kPerToken>(mode) && tid == 32) s_tslots[0] = ts;
     } else {
       // v channel (threads K…K+RC−1): window and x; gate row tid − K (modes 1 and 2)
       const bool v_here = tid < K + RC;
@@ -523,7 +556,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       // at compile time the tests on q fold away).
       constexpr int WB = T::kWaveTokens;
       const bool bt_here = tid < q;  // β of token tid
-      const bool ts_here = mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q;
+      const bool ts_here = kind_is<KINDS, StepMode::kPerToken>(mode) && tid >= 32 && tid < 32 + q;
       uint16_t bt = 0;
       int32_t ts = 0;
       if (tid < K) {
@@ -614,7 +647,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // (q >= 2 reads the out gate in the epilogue instead: StepSmem::late_out_gate)
     if constexpr (!T::kEarlyTokenInputs) {
       if (tid < q) s_beta[tid] = sigmoidf_<T::kApproxRcp>(ld_bf16(p.beta + (row_base + tid) * p.beta_row + h));
-      if (mode == StepMode::kPerToken && tid >= 32 && tid < 32 + q)
+      if (kind_is<KINDS, StepMode::kPerToken>(mode) && tid >= 32 && tid < 32 + q)
         s_tslots[tid - 32] = int32_t(slot_at(p, b, tid - 32));
     }
   }
@@ -884,8 +917,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   }
 
   // ---- records out: k_t, g_t (rank 0; SPLIT > 1 once every rank's partials have landed) ---
-  const bool full_row = mode == StepMode::kAppend && npend == p.Qr;         // fold, write back, new row
-  const int pos0 = mode == StepMode::kAppend ? (full_row ? 0 : npend) : 0;  // record of token 0
+  const bool full_row = kind_is<KINDS, StepMode::kAppend>(mode) && npend == p.Qr;         // fold, write back, new row
+  const int pos0 = kind_is<KINDS, StepMode::kAppend>(mode) ? (full_row ? 0 : npend) : 0;  // record of token 0
   auto write_key_gate = [&] {
     float* kg = p.key_gate + int64_t(r.row) * p.key_gate_row + (int64_t(h) * p.Qr + pos0) * 2 * K;
     for (int i = tid; i < q * 64; i += NT) {
@@ -907,7 +940,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // ---- the rows: chunk by chunk as the bulk copies land --------------------------------------
   float* corr_out =
       records ? p.correction + int64_t(r.row) * p.correction_row + (int64_t(h) * p.Qr + pos0) * K : nullptr;
-  const bool write_ck = !fold_on && ((mode == StepMode::kFused && npend > 0) || full_row);
+  const bool write_ck = !fold_on && ((kind_is<KINDS, StepMode::kFused>(mode) && npend > 0) || full_row);
   const int nfold = fold_on ? 0 : npend;                  // records folded here (fold warps: already in the stages)
   uint64_t* const chunk_ready = fold_on ? folded : full;  // the stage's barrier the rows wait on
   StateT* ck_tile = state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h) + int64_t(rank) * RC * K;
@@ -921,8 +954,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // either way; NP > 1 only gives a warp independent tiles to interleave.
   auto pass = [&](auto np_, auto update_, int c, int& s, uint32_t& phase) {
     constexpr int NP = decltype(np_)::value;
-    constexpr bool kUpdate = decltype(update_)::value;              // q = 1: the rows advanced past the token
-    const bool per_token = NP == 1 && mode == StepMode::kPerToken;  // (NP > 1: never per_token)
+    constexpr bool kUpdate = decltype(update_)::value;  // q = 1: the rows advanced past the token
+    const bool per_token = NP == 1 && kind_is<KINDS, StepMode::kPerToken>(mode);  // (NP > 1: never per_token)
     float4 S[NP][RPW];
     int crow[NP];  // first row of the warp within the CTA's rows, per tile
 #pragma unroll
@@ -993,7 +1026,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
           s_o[crow[0] + urow - RPW] = o;
         }
       }
-      if (kUpdate && mode == StepMode::kDecode)
+      if (kUpdate && kind_is<KINDS, StepMode::kDecode>(mode))
         store_tile<StateT, RPW>(out_tile + int64_t(crow[0]) * K + lane * 4, S[0]);
       if (kUpdate && per_token) {
         const int32_t dslot = s_tslots[0];
@@ -1091,7 +1124,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       // at two requests −10%; bf16 q = 4 −6 to −8% (two per pass). per_token, which stores the
       // state after every token, ran 4–8% slower with them and keeps one
       // (docs/data/ladder_s32/run1).
-      if (cuda_config::step_chunks_per_pass(T::kChunksPerPass, SPLIT, stages, mode == StepMode::kPerToken) > 1) {
+      if (cuda_config::step_chunks_per_pass(T::kChunksPerPass, SPLIT, stages,
+                                            kind_is<KINDS, StepMode::kPerToken>(mode)) > 1) {
         multi = true;
 #pragma unroll 1
         for (int c = 0; c < NCH; c += T::kChunksPerPass)
@@ -1109,10 +1143,15 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // append Qr = 8 3.8–4.5% faster at 6144–24,576 items, Qr = 16 2.7–3.2%; decode at large batch as
     // fast, H = 96, B = 8 in gate mode 2 1.8% slower, H = 24, B = 8 2.2% faster (ladder_s42/run3).
     // Skipped per chunk (a branch in delta_rows) it gained append 1.2–2.0% and cost decode at small
-    // grids about 1% (docs/data/ladder_s42/run2, rung nu).
+    // grids about 1% (docs/data/ladder_s42/run2, rung nu). An instantiation for the storing kinds
+    // alone, or for the others alone, has one copy (T::kKinds).
     if (!multi) {
-      if constexpr (T::kSkipDeadUpdate) {
-        if (mode == StepMode::kDecode || mode == StepMode::kPerToken)
+      if constexpr ((KINDS & cuda_config::kRecordingStepKinds) == 0) {
+        chunks(std::true_type{});
+      } else if constexpr ((KINDS & cuda_config::kStoringStepKinds) == 0) {
+        chunks(std::false_type{});
+      } else if constexpr (T::kSkipDeadUpdate) {
+        if (kind_in<KINDS, cuda_config::kStoringStepKinds>(mode))
           chunks(std::true_type{});
         else
           chunks(std::false_type{});
@@ -1181,7 +1220,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // fused / append: the last of the request's H items to get here owns pending[row] (every
   // item has read it: this CTA in its resolve, the cluster's ranks before sending their partials)
   if (folds && rank == 0 && tid == 0 && arrive_last(p.arrivals, r.row, H))
-    p.pending[r.row * p.pending_stride] = mode == StepMode::kFused ? 0 : pos0 + 1;
+    p.pending[r.row * p.pending_stride] = kind_is<KINDS, StepMode::kFused>(mode) ? 0 : pos0 + 1;
 }
 
 }  // namespace kda::cuda

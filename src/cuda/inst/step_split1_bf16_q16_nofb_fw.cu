@@ -2,4 +2,4 @@
 // twin of the small-grid verify form, for fused steps on a plan of one CTA per SM
 // (cuda_config::fold_warps).
 #include "../step_launch.cuh"
-KDA_INSTANTIATE_STEP_OCC(1, uint16_t, 16, false, 1)
+KDA_INSTANTIATE_STEP_FORM(1, uint16_t, 16, false, 1, kda::cuda_config::kFoldTwinStepKinds)

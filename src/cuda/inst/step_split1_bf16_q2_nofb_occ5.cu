@@ -2,4 +2,4 @@
 // modes 1 and 2 only; the dense verify form: compiled for five CTAs per SM
 // (cuda_config::kDenseVerifyCtasPerSm, heuristics::wide_verify_ctas_per_sm).
 #include "../step_launch.cuh"
-KDA_INSTANTIATE_STEP_OCC(1, uint16_t, 2, false, 5)
+KDA_INSTANTIATE_STEP_FORM(1, uint16_t, 2, false, 5, kda::cuda_config::kDenseVerifyStepKinds)
