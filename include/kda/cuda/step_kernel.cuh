@@ -151,8 +151,9 @@ struct StepTraits {
   static constexpr bool kApproxRcp = kSmallGridVerify;
   /// The q = 1 row loop compiled a second time without the token's update, for the step kinds that
   /// do not store the rows after the token (NOTES: the dead update, in the kernel), where an fp32
-  /// Wide instantiation runs both kinds of step (kKinds; the gate mode 0 kernel). Split and bf16
-  /// keep one loop there: the second copy cost them 8 and 16 bytes more of stack.
+  /// Wide instantiation is compiled for every kind (kKinds; the dispatch runs append, record and
+  /// fused on those, decode and per_token on their own). Split and bf16 keep one loop there: the
+  /// second copy cost them 8 and 16 bytes more of stack.
   static constexpr bool kSkipDeadUpdate = Q_ == 1 && SPLIT_ == 1 && sizeof(StateT_) == 4;
   /// The step kinds the instantiation runs (cuda_config::step_kind bits; NOTES: the kinds at
   /// compile time, in the kernel): the others' code is compiled out.
