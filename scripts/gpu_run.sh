@@ -20,7 +20,7 @@
 #              (SWEEP_PROGRESS=1 forces it, CI silences it)
 #   fla        benchmarks/fla_chain.py side by side (needs the fla wheel in .whl/; FLA_ARGS, e.g.
 #              "--mode per_token --q 4 --H 12,32,96 --B 1,8,64,256" for the verify chain)
-#   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0; FUZZ_REPLAY
+#   fuzz       differential fuzzer on CUDA (FUZZ_CONFIGS, FUZZ_CHUNKS, FUZZ_SEED0, FUZZ_PARALLEL; FUZZ_REPLAY
 #              "S:I …" replays configurations first)
 #   regress    named regression tests and CUDA-only validation rows on the GPU
 #   ncu        Nsight Compute profile of one step (NCU_ARGS: kda_bench arguments; NCU_KERNEL regex;
@@ -320,9 +320,17 @@ if has fuzz; then
       note "fuzz replay $rp: FAILED"
     fi
   done
+  # FUZZ_PARALLEL=1: the chunks run side by side (one process each; the CPU backend's reference is
+  # most of a configuration's time, and the device machine has the cores), each with the whole budget
   for ((c = 0; c < FUZZ_CHUNKS; c++)); do
+    secs=$(fuzz_seconds)
+    [[ ${FUZZ_PARALLEL:-0} == 1 && -n ${FUZZ_DEADLINE:-} ]] && secs=$((FUZZ_DEADLINE - (SECONDS - t0) - 10))
     python3 tests/python/fuzz.py --device "$FUZZ_DEVICE" --configs "$per" --seed $((FUZZ_SEED0 + c)) \
-      --sample-f64 $((per / 25)) --max-seconds "$(fuzz_seconds)" >"$OUT/fuzz-$c.log" 2>&1
+      --sample-f64 $((per / 25)) --max-seconds "$secs" >"$OUT/fuzz-$c.log" 2>&1 &
+    [[ ${FUZZ_PARALLEL:-0} == 1 ]] || wait $!
+  done
+  wait
+  for ((c = 0; c < FUZZ_CHUNKS; c++)); do
     grep -E "^MISMATCH|^  replay:" "$OUT/fuzz-$c.log" | head -8
     tail -1 "$OUT/fuzz-$c.log"
   done

@@ -955,7 +955,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // either way; NP > 1 only gives a warp independent tiles to interleave.
   auto pass = [&](auto np_, auto update_, int c, int& s, uint32_t& phase) {
     constexpr int NP = decltype(np_)::value;
-    constexpr bool kUpdate = decltype(update_)::value;  // q = 1: the rows advanced past the token
+    [[maybe_unused]] constexpr bool kUpdate = decltype(update_)::value;  // q = 1: the rows advanced past the token
     const bool per_token = NP == 1 && kind_is<KINDS, StepMode::kPerToken>(mode);  // (NP > 1: never per_token)
     float4 S[NP][RPW];
     int crow[NP];  // first row of the warp within the CTA's rows, per tile
