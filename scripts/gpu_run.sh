@@ -302,8 +302,10 @@ if has fuzz; then
   FUZZ_SEED0=${FUZZ_SEED0:-20261201}  # chunk c uses seed FUZZ_SEED0 + c (another call: another FUZZ_SEED0)
   per=$(( (FUZZ_CONFIGS + FUZZ_CHUNKS - 1) / FUZZ_CHUNKS ))
   # FUZZ_DEADLINE (seconds since the script started): a chunk stops in time for it
+  # FUZZ_PARALLEL=1: the chunks run side by side (one process each; the CPU backend's reference is
+  # most of a configuration's time, and the device machine has the cores), each with the whole budget
   fuzz_seconds() {
-    local s=${FUZZ_CHUNK_SECONDS:-$((560 / FUZZ_CHUNKS))}
+    local s=${FUZZ_CHUNK_SECONDS:-$((${FUZZ_PARALLEL:-0} == 1 ? 560 : 560 / FUZZ_CHUNKS))}
     if [[ -n ${FUZZ_DEADLINE:-} ]]; then
       local left=$((FUZZ_DEADLINE - (SECONDS - t0) - 10))
       (( left < s )) && s=$left
@@ -320,13 +322,9 @@ if has fuzz; then
       note "fuzz replay $rp: FAILED"
     fi
   done
-  # FUZZ_PARALLEL=1: the chunks run side by side (one process each; the CPU backend's reference is
-  # most of a configuration's time, and the device machine has the cores), each with the whole budget
   for ((c = 0; c < FUZZ_CHUNKS; c++)); do
-    secs=$(fuzz_seconds)
-    [[ ${FUZZ_PARALLEL:-0} == 1 && -n ${FUZZ_DEADLINE:-} ]] && secs=$((FUZZ_DEADLINE - (SECONDS - t0) - 10))
     python3 tests/python/fuzz.py --device "$FUZZ_DEVICE" --configs "$per" --seed $((FUZZ_SEED0 + c)) \
-      --sample-f64 $((per / 25)) --max-seconds "$secs" >"$OUT/fuzz-$c.log" 2>&1 &
+      --sample-f64 $((per / 25)) --max-seconds "$(fuzz_seconds)" >"$OUT/fuzz-$c.log" 2>&1 &
     [[ ${FUZZ_PARALLEL:-0} == 1 ]] || wait $!
   done
   wait
