@@ -265,10 +265,10 @@ struct StepLayout {
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
                               int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm,
                               int64_t stage_bytes = kStepStageBytes) {
-  const int chunks = cuda_config::chunks_per_cta(split);
+  const int chunks = cuda_config::chunks_per_cta(split, q, state_bytes);
   if (smem_per_sm <= 0) smem_per_sm = smem_optin + 1024;
   const bool small = sms > 0 && ctas <= 2 * int64_t(sms);
-  const int64_t stage = int64_t(cuda_config::chunk_rows(split)) * kHeadDim * state_bytes;
+  const int64_t stage = int64_t(cuda_config::chunk_rows(split, q, state_bytes)) * kHeadDim * state_bytes;
   int top = chunks < cuda_config::kStepMaxStages ? chunks : cuda_config::kStepMaxStages;
   if (!small) {
     const int cap = int(stage_bytes / stage) < 1 ? 1 : int(stage_bytes / stage);

@@ -158,12 +158,13 @@ cudaError_t launch_wide_verify_dense(const StepParams& p, const Plan& plan, cuda
 template <int SPLIT>
 cudaError_t set_attrs(int64_t smem) {
   cudaError_t e = cudaSuccess;
+  constexpr int kBf16Q1 = cuda_config::split_q1_min_blocks(SPLIT, 2);  // Split's bf16 q = 1 form
   for (cudaError_t x : {cuda::set_step_attributes<SPLIT, float, 1, true>(smem),
-                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true>(smem),
+                        cuda::set_step_attributes<SPLIT, uint16_t, 1, true, kBf16Q1>(smem),
                         cuda::set_step_attributes<SPLIT, float, 1, true, 4, kStoring>(smem)})
     if (e == cudaSuccess) e = x;
   if constexpr (SPLIT > 1)
-    e = e == cudaSuccess ? cuda::set_step_attributes<SPLIT, uint16_t, 1, true, 4, kStoring>(smem) : e;
+    e = e == cudaSuccess ? cuda::set_step_attributes<SPLIT, uint16_t, 1, true, kBf16Q1, kStoring>(smem) : e;
   if constexpr (SPLIT == 1) {  // the verify kernels in both forms (set_wide_attributes)
     for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kStoring>(smem),
                           cuda::set_step_attributes<1, uint16_t, 1, false, 6, kRecording>(smem),
@@ -224,8 +225,9 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
         if (keeps) return launch_step_kernel<1, float, 1, true, 4, kStoring>(p, plan, s);
       return launch_step_kernel<1, StateT, 1, true>(p, plan, s);
     } else {
-      if (keeps) return launch_step_kernel<SPLIT, StateT, 1, true, 4, kStoring>(p, plan, s);
-      return launch_step_kernel<SPLIT, StateT, 1, true>(p, plan, s);
+      constexpr int MB = cuda_config::split_q1_min_blocks(SPLIT, int(sizeof(StateT)));
+      if (keeps) return launch_step_kernel<SPLIT, StateT, 1, true, MB, kStoring>(p, plan, s);
+      return launch_step_kernel<SPLIT, StateT, 1, true, MB>(p, plan, s);
     }
   }
   if constexpr (SPLIT == 1) {

@@ -55,6 +55,7 @@ std::string split_shape(const Context& c, Plan& p, int split) {
   const int prefer = lean_q1 && c.layer.state_bf16                ? heuristics::kStepBf16Q1CtasPerSm
                      : lean_q1 && c.key.mode == StepMode::kAppend ? heuristics::kStepF32AppendCtasPerSm
                      : cuda_config::is_split_verify(split, q)     ? cuda_config::kSmallGridVerifyCtasPerSm
+                     : split > 1 && q == 1                        ? cuda_config::split_q1_min_blocks(split, state_bytes)
                      : q != 1
                          ? heuristics::wide_verify_ctas_per_sm(c.key.mode, q, c.layer.state_bf16,
                                                                p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms)

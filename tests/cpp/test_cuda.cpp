@@ -840,6 +840,43 @@ TEST_F(CudaVsCpu, Q1KernelPerGateMode) {
   // (the recording kinds' form, bf16 at six CTAs per SM, needs a larger grid: Bf16SixCtasPerSmWide)
 }
 
+/// Split 2 with bf16 state at q = 1 runs its 64 rows as one chunk on kernels compiled for two CTAs
+/// per SM (cuda_config::split2_bf16_q1_one_chunk): every q = 1 kind in gate modes 0, 1 and 2, both
+/// layouts, against the CPU backend, each holding the plan and the kernel that ran to that form;
+/// fp32 at the same shapes keeps two 32-row chunks on the four-CTA kernels.
+TEST_F(CudaVsCpu, Bf16SplitTwoOneChunk) {
+  uint32_t seed = 7900;
+  int cases = 0;
+  for (int gate : {0, 1, 2})
+    for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+      for (int rep = 0; rep < 2; ++rep) {
+        Config c;
+        c.variant = Variant::kSplit;  // (auto takes Split there for decode and append alone)
+        c.mode = m;
+        c.q = 1;
+        c.H = rep == 0 ? 32 : 48;
+        c.B = 1;
+        c.gate0 = gate == 0;
+        c.gate1 = gate == 1;
+        c.gate2 = gate == 2;
+        c.state_bf16 = (gate + int(m) + rep) % 4 != 0;  // fp32 in about one case in four
+        c.ds = (rep + gate) % 2 == 0;
+        c.lower_bound = rep == 1;
+        c.eps = rep == 0 ? 1e-5f : 3e-3f;
+        if (m == StepMode::kAppend || m == StepMode::kFused) c.pending = 1 + gate + rep;
+        Plan pl;
+        run_case(c, seed++, &pl);
+        ASSERT_EQ(pl.split, 2) << c.name() << ": " << pl.describe();
+        EXPECT_EQ(pl.ring_stages, c.state_bf16 ? 1 : 2) << c.name() << ": " << pl.describe();
+        EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), c.state_bf16 ? 2 : 4)
+            << c.name() << ": the kernel that ran";
+        EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(expected_q1_kinds(c, pl)))
+            << c.name() << ": the kinds compiled";
+        ++cases;
+      }
+  std::cout << "[cuda-vs-cpu] Split 2 at q = 1, bf16 as one chunk: " << cases << " configurations\n";
+}
+
 /// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).
 struct IdentityKernels {
   int first = 0, second = 0;

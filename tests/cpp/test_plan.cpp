@@ -193,7 +193,7 @@ TEST(Plan, SplitFactorsKeepOneCtaPerSm) {
         expect_step_smem(p, d, kda::cuda_config::StepSmem{q, p.split, p.ring_stages, 4, 0, 2 + q}.bytes(),
                          q == 1 ? kda::heuristics::kStepCtasPerSm : kda::cuda_config::kSmallGridVerifyCtasPerSm);
         EXPECT_GE(p.ring_stages, 1);
-        EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split));
+        EXPECT_LE(p.ring_stages, kda::cuda_config::chunks_per_cta(p.split, q, 4));
         EXPECT_LE(p.smem, d.smem_optin);
         EXPECT_LE(p.ctas, std::max<int64_t>(items * 2, d.sms)) << "more than one CTA per SM where a smaller split fits";
         const Plan w = kda::plan_step({m, B, q}, pol(Variant::kWide), shape(H), d);
@@ -532,7 +532,7 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
     }
     const Plan p = plan(StepMode::kDecode, 1, true, g);
     EXPECT_EQ(p.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm);
-    EXPECT_EQ(p.ring_stages, kda::cuda_config::chunks_per_cta(1)) << "a bf16 item's state in flight at once";
+    EXPECT_EQ(p.ring_stages, kda::cuda_config::chunks_per_cta(1, 1, 2)) << "a bf16 item's state in flight at once";
     EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
     EXPECT_EQ(plan(StepMode::kDecode, 1, false, g).ctas_per_sm, 4) << "fp32 decode";
     for (int qr : {4, 8, 16}) {
@@ -547,6 +547,49 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
   }
   EXPECT_EQ(plan(StepMode::kDecode, 1, true, GateMode::kPerItem).ctas_per_sm, 4) << "gate mode 0";
   EXPECT_EQ(plan(StepMode::kAppend, 1, false, GateMode::kPerItem).ctas_per_sm, 4) << "fp32 append, gate mode 0";
+}
+
+TEST(Plan, Bf16SplitTwoTakesItsRowsAsOneChunk) {
+  // Split 2 with bf16 state at q = 1: one 64-row chunk (16 KiB), a kernel compiled for two CTAs per
+  // SM (cuda_config::split2_bf16_q1_one_chunk); fp32, other splits and q > 1 keep 32-row chunks.
+  DeviceInfo d = gpu();
+  d.smem_per_sm = 233472;
+  auto plan = [&](StepMode m, int H, int B, int q, bool bf16, Variant v = Variant::kAuto) {
+    LayerShape l = shape(H);
+    l.state_bf16 = bf16;
+    l.records = 8;
+    l.window = 2 + q;
+    l.gate_ws_rows = INT64_MAX;
+    return kda::plan_step({m, B, q}, pol(v), l, d);
+  };
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kPerToken, StepMode::kRecord, StepMode::kFused})
+    for (int H : {32, 48, 64}) {
+      // (auto takes Split at these sizes for decode and append; the verify kinds are forced)
+      const Variant v = m == StepMode::kDecode || m == StepMode::kAppend ? Variant::kAuto : Variant::kSplit;
+      const Plan p = plan(m, H, 1, 1, true, v);
+      ASSERT_EQ(p.split, 2) << p.describe();
+      EXPECT_EQ(p.ring_stages, 1) << p.describe();
+      EXPECT_EQ(p.ctas_per_sm, 1) << "one request: spread one CTA per SM; " << p.describe();
+      EXPECT_EQ(p.smem % 16, 0);
+      const int recs = m == StepMode::kAppend || m == StepMode::kFused ? 8 : 0;
+      EXPECT_GE(p.smem, (kda::cuda_config::StepSmem{1, 2, 1, 2, recs, 3}.bytes())) << "one 16 KiB stage";
+      const Plan f = plan(m, H, 1, 1, false, v);
+      EXPECT_EQ(f.split, 2);
+      EXPECT_EQ(f.ring_stages, 2) << "fp32: two 32-row chunks, both in flight; " << f.describe();
+    }
+  EXPECT_EQ(kda::cuda_config::chunk_rows(2, 1, 2), 64);
+  EXPECT_EQ(kda::cuda_config::chunk_rows(2, 1, 4), 32);
+  EXPECT_EQ(kda::cuda_config::chunk_rows(2, 4, 2), 32) << "verify steps";
+  EXPECT_EQ(kda::cuda_config::chunk_rows(2, 0, 2), 32) << "q at run time";
+  EXPECT_EQ(kda::cuda_config::chunk_rows(4, 1, 2), 32);
+  EXPECT_EQ(kda::cuda_config::chunk_rows(8, 1, 2), 16);
+  EXPECT_EQ(kda::cuda_config::split_q1_min_blocks(2, 2), 2);
+  EXPECT_EQ(kda::cuda_config::split_q1_min_blocks(2, 4), 4);
+  EXPECT_EQ(kda::cuda_config::split_q1_min_blocks(4, 2), 4);
+  // forced on a grid larger than the SMs: no more CTAs per SM than the kernel is compiled for
+  const Plan big = plan(StepMode::kDecode, 96, 3, 1, true, Variant::kSplit);
+  EXPECT_EQ(big.split, 2);
+  EXPECT_LE(big.ctas_per_sm, 2) << big.describe();
 }
 
 TEST(Plan, WsPlansARingThatFits) {

@@ -1,11 +1,12 @@
 // The small shape matrix that compute-sanitizer runs on the GPU (memcheck, racecheck, synccheck,
 // initcheck; scripts/gpu_run.sh): every CUDA variant ('split', 'wide', 'ws') × every step
 // kind (decode, decode with out_slots, append, per_token, record, fused with pending 0 / =
-// accepted / > q, commit, flush) × up to eight small shapes, with pads (-1 and the null slot), a
+// accepted / > q, commit, flush) × up to nine small shapes, with pads (-1 and the null slot), a
 // caller error, strided slot tensors, padded slot strides, packed rows and separate views, gate
 // modes 1 (Split / Wide: the gate kernel too) and 2, the fold-warp twins (fused on Wide at one
 // CTA per SM), the dense verify form (record and fused on Wide at five CTAs per SM), the q = 1
-// kernels cut for six CTAs per SM (bf16 decode and append, fp32 append), and B = 0 — each result checked against the float64 reference (check.h
+// kernels cut for six CTAs per SM (bf16 decode and append, fp32 append), Split 2's bf16 q = 1
+// kernels (one 64-row chunk), and B = 0 — each result checked against the float64 reference (check.h
 // check_step). Every byte a kernel may read is initialised (initcheck), so a report is a kernel
 // bug.
 //
@@ -329,7 +330,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 8; ++shape) {
+      for (int shape = 0; shape < 9; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -367,6 +368,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 3, c.B = shape == 5 ? 5 : 2, c.q = shape == 5 ? 8 : 16;
           c.ds = shape == 6, c.lb = shape == 5, c.bias = true, c.layout = shape == 5 ? 1 : 0, c.null_slot = -1;
           c.state_bf16 = true, c.gate1 = true, c.error = shape == 5;
+        } else if (shape == 8) {
+          // bf16 state, 32 items on Split: clusters of two, each CTA's 64 rows as one chunk on the
+          // kernels compiled for two CTAs per SM (cuda_config::split2_bf16_q1_one_chunk)
+          if (!gpu || v != Variant::kSplit || !q1 || k == Kind::kCommit || k == Kind::kFlush) continue;
+          c.H = 32, c.B = 1, c.q = 1;
+          c.ds = true, c.lb = true, c.bias = true, c.layout = 0, c.null_slot = -1;
+          c.state_bf16 = true;
         } else if (shape == 7) {
           // fp32 state, q = 4, gate mode 1, eight items: a fused step on Wide runs the fp32 q = 4
           // fold-warp twin (its fold warps hand chunks to the main warps through mbarriers)

@@ -44,8 +44,30 @@ inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
   return small_grid_verify(split, q, min_blocks) ? kSmallGridVerifyCtasPerSm : min_blocks;
 }
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
-inline constexpr int chunk_rows(int split) { return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32; }
-inline constexpr int chunks_per_cta(int split) { return rows_per_cta(split) / chunk_rows(split); }
+/// Split 2 with bf16 state at q = 1 takes its 64 rows as one chunk (16 KiB, the bytes of an fp32
+/// chunk; eight rows a warp) in kernels compiled for two CTAs per SM (90 / 94 registers where four
+/// allow 64; split_q1_min_blocks). Its plans lay out one CTA per SM (up to 66 items), so the
+/// registers cost no occupancy. Decode at one request 3.6–6.0% faster, append Qr = 8 8.1–8.7%
+/// (H = 32, 48, 64; docs/data/ladder_s46/run1, rung nc2b). fp32 lost with either half: one 64-row
+/// chunk spilled at 64 registers, and at two CTAs per SM it was 1–4% slower (ladder_s43/run4).
+inline constexpr bool split2_bf16_q1_one_chunk(int split, int q, int state_bytes) {
+  return split == 2 && q == 1 && state_bytes == 2;
+}
+/// The rows of a state chunk (a stage) and the chunks of a CTA of a Split/Wide step with `q` tokens
+/// (0: q at run time) and `state_bytes` per state element: 32 rows, or the CTA's rows where fewer
+/// (Split 8: 16), or split2_bf16_q1_one_chunk's 64.
+inline constexpr int chunk_rows(int split, int q, int state_bytes) {
+  if (split2_bf16_q1_one_chunk(split, q, state_bytes)) return 64;
+  return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32;
+}
+inline constexpr int chunks_per_cta(int split, int q, int state_bytes) {
+  return rows_per_cta(split) / chunk_rows(split, q, state_bytes);
+}
+/// The CTAs per SM a Split q = 1 instantiation is compiled for (MIN_BLOCKS; Wide's q = 1 forms are
+/// heuristics' kStepCtasPerSm, kStepBf16Q1CtasPerSm, kStepF32AppendCtasPerSm).
+inline constexpr int split_q1_min_blocks(int split, int state_bytes) {
+  return split2_bf16_q1_one_chunk(split, 1, state_bytes) ? 2 : 4;
+}
 /// The step kinds a Split/Wide instantiation runs, a bit per StepMode (StepTraits' KINDS): every
 /// kind, or a subset, whose kernel then compiles the other kinds' code out (step_kernel.cuh, NOTES:
 /// the kinds at compile time). The dispatch never launches an instantiation for a kind outside its
@@ -77,7 +99,8 @@ inline constexpr int chunks_per_pass(int split, int q, int min_blocks, int state
 /// chunk is in flight (`stages` = the CTA's chunks: no refills) and the step is not per_token
 /// (which stores the state after each token: 4–8% slower with more), else one.
 inline constexpr int step_chunks_per_pass(int compiled, int split, int stages, bool per_token) {
-  return compiled > 1 && stages == chunks_per_cta(split) && !per_token ? compiled : 1;
+  // (compiled > 1: Wide, whose chunks do not depend on q or the state dtype)
+  return compiled > 1 && stages == chunks_per_cta(split, 0, 4) && !per_token ? compiled : 1;
 }
 /// Fold warps (step_kernel.cuh, NOTES: fold warps): Wide's small-grid verify form has twins,
 /// instantiated with MIN_BLOCKS = kFoldWarpsMinBlocks, launched with this many more warps, which
@@ -96,7 +119,7 @@ inline constexpr int fold_warps(int split, int q, int min_blocks) {
 /// = the CTA's chunks: no refills) on a Wide plan of one CTA per SM whose gate needs no F_B in the
 /// step (gate modes 1 and 2: the twins have no F_B path). The dispatch's and the tests' one rule.
 inline constexpr bool launches_fold_twins(int split, int stages, bool fused, int ctas_per_sm, bool gate_from_fb) {
-  return split == 1 && fused && stages == chunks_per_cta(split) && ctas_per_sm == 1 && !gate_from_fb;
+  return split == 1 && fused && stages == chunks_per_cta(1, 0, 4) && ctas_per_sm == 1 && !gate_from_fb;
 }
 /// The twins run fused steps only, so they are compiled for that kind alone (step_kind).
 inline constexpr unsigned kFoldTwinStepKinds = step_kind(StepMode::kFused);
@@ -148,7 +171,7 @@ struct StepSmem {
   int records = 0;      ///< records staged per item (fused / append: Qr), else 0
   int window_cols = 0;  ///< W - 2 + q (the staged window columns of SPLIT > 1)
   constexpr int rc() const { return rows_per_cta(split); }
-  constexpr int cr() const { return chunk_rows(split); }
+  constexpr int cr() const { return chunk_rows(split, q, state_bytes); }
   constexpr int64_t stage_bytes() const { return int64_t(cr()) * kHeadDim * state_bytes; }
   constexpr int64_t fa() const { return 0; }
   constexpr int64_t yq() const { return fa() + int64_t(q) * kHeadDim * 4; }

@@ -162,7 +162,9 @@ struct StepTraits {
   /// Chunks a warp takes per pass where every chunk is in flight (NOTES: chunks per pass, in the
   /// kernel; cuda_config::chunks_per_pass).
   static constexpr int kChunksPerPass = cuda_config::chunks_per_pass(SPLIT_, Q_, MIN_BLOCKS_, int(sizeof(StateT_)));
-  static_assert(kChunksPerPass >= 1 && cuda_config::chunks_per_cta(SPLIT_) % kChunksPerPass == 0, "chunks per pass");
+  static_assert(kChunksPerPass >= 1 &&
+                    cuda_config::chunks_per_cta(SPLIT_, Q_, int(sizeof(StateT_))) % kChunksPerPass == 0,
+                "chunks per pass");
   static constexpr int kThreads = cuda_config::kStepThreads;
   static constexpr int kWarps = kThreads / 32;
   /// The fold warps the launch adds (NOTES: fold warps, in the kernel; cuda_config::fold_warps):
@@ -171,10 +173,10 @@ struct StepTraits {
   static constexpr int kFoldWarps = cuda_config::fold_warps(SPLIT_, Q_, MIN_BLOCKS_);
   static constexpr int kBoundThreads = kThreads + 32 * kFoldWarps;
   static constexpr int kBoundBlocks = kFoldWarps > 0 ? 1 : kMinBlocks;
-  static constexpr int kRows = cuda_config::rows_per_cta(kSplit);      // RC
-  static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit);   // CR
-  static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit);  // RC / CR
-  static constexpr int kRowsPerWarp = kChunkRows / kWarps;             // RPW
+  static constexpr int kRows = cuda_config::rows_per_cta(kSplit);                                // RC
+  static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit, Q_, int(sizeof(StateT_)));   // CR
+  static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit, Q_, int(sizeof(StateT_)));  // RC / CR
+  static constexpr int kRowsPerWarp = kChunkRows / kWarps;                                       // RPW
   static_assert(kRowsPerWarp >= 2 && kRowsPerWarp * kWarps == kChunkRows, "rows per warp");
   static_assert(kThreads % kHeadDim == 0 && kThreads >= 2 * kHeadDim, "a thread per (channel, k | q)");
   static_assert(kRows <= kThreads - kHeadDim, "one thread per own v channel");
