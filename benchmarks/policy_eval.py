@@ -80,13 +80,15 @@ def pick(rules, mode, items, q=1, gate="0"):
     return "wide" if v == "ws" and gate in ("1", "2") else v
 
 
-def load_points(paths, gate="0"):
+def load_points(paths, gate="0", plans=None):
     """{(mode, q, H, B): {variant: us}} over the CSVs: rows that ran the requested variant
     (a fallback row measures another variant and is skipped) in gate mode `gate` with fp32
     state, and decode with bf16 state as mode "decode/bf16" (its own table); a later file
     overrides. gate="auto": runs under the planner's gate rule (a forced variant against the
-    `auto` rows, which count as the variant they ran). The verify kinds at q >= 2 count only
-    from runs of the q >= 2 Split/Wide kernel in this tree (VERIFY_KERNEL_SESSION on)."""
+    `auto` rows, which count as the variant they ran); `plans`, a dict, then receives per point
+    the gate mode the `auto` row's plan took (its CSV column gate_plan), which decides the pick
+    (score). The verify kinds at q >= 2 count only from runs of the q >= 2 Split/Wide kernel in
+    this tree (VERIFY_KERNEL_SESSION on)."""
     points = {}
     for path in paths:
         m = re.search(r"(?:sweep|ladder)_s(\d+)", path)
@@ -102,12 +104,16 @@ def load_points(paths, gate="0"):
             mode = r["mode"] + ("/bf16" if state == "bf16" else "")
             key = (mode, int(r["q"]), int(r["H"]), int(r["B"]))
             points.setdefault(key, {})[r["variant"]] = float(r["us"])
+            if plans is not None and gate == "auto" and r["variant_req"] == "auto" and r.get("gate_plan"):
+                plans[key] = r["gate_plan"]
     return points
 
 
-def score(rules, points, gate="0"):
+def score(rules, points, gate="0", plans=None):
     """One row per point with >= 2 variants: (key, best, pick, pick/best or None if the pick
-    was not measured, times); `gate`: the gate mode the points ran (pick)."""
+    was not measured, times); `gate`: the gate mode the points ran (pick); `plans`: per point
+    the gate mode the planner took under gate="auto" (load_points), so that a table's WS counts
+    as the Wide the plan runs where that is gate mode 1 (auto_variant_without_fb)."""
     rows = []
     for key in sorted(points):
         times = points[key]
@@ -115,7 +121,7 @@ def score(rules, points, gate="0"):
             continue
         mode, q, H, B = key
         best = min(times, key=times.get)
-        p = pick(rules, mode, B * H, q, gate)
+        p = pick(rules, mode, B * H, q, (plans or {}).get(key, gate))
         rows.append((key, best, p, times[p] / times[best] if p in times else None, times))
     return rows
 
@@ -275,7 +281,8 @@ def main(paths):
     if not paths:
         print(__doc__)
         return 2
-    rows = score(rules_from_header(), load_points(paths, gate), gate)
+    plans = {}
+    rows = score(rules_from_header(), load_points(paths, gate, plans), gate, plans)
     print(f"{'mode':9s} {'q':>2s} {'H':>3s} {'B':>4s} {'items':>6s}  {'best':6s} {'pick':6s} {'pick/best':>9s}  times")
     for (mode, q, H, B), best, p, ratio, times in rows:
         detail = " ".join(f"{v}={t:.1f}" for v, t in sorted(times.items()))

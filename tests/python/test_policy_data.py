@@ -248,3 +248,24 @@ def test_gate_scorer_catches_a_bad_rule():
     assert max(r for *_, r in pe.score_gate(always, pts)) > 1.10
     never = dict(pe.gate_rule_from_header(), per_token=1 << 40, record=1 << 40, fused=1 << 40, q16_verify=1 << 40)
     assert max(r for *_, r in pe.score_gate(never, pts)) > 1.5
+
+
+def test_auto_gate_pick_is_the_plans_gate_mode(tmp_path):
+    # under the planner's gate rule a verify step at q >= 2 takes gate mode 1, whose plan runs Wide
+    # where the table says WS (auto_variant_without_fb): the scorer must pick what the `auto` row's
+    # plan ran (its gate_plan), not the table's WS. Record q = 2 at 768 items: WS is the table's pick.
+    pe = _policy_eval()
+    head = "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,vs_peer,gate_plan"
+    rows = ["record,2,96,8,ws,ws,1,f32,auto,sd,0,51.5,1,1,1,1,0,0,0",
+            "record,2,96,8,wide,wide,1,f32,auto,sd,0,29.8,1,1,1,1,0,0,1",
+            "record,2,96,8,auto,wide,1,f32,auto,sd,0,29.7,1,1,1,1,0,0,1"]
+    path = tmp_path / "ladder_s47_policy.csv"
+    path.write_text("\n".join([head] + rows) + "\n")
+    plans = {}
+    pts = pe.load_points([str(path)], gate="auto", plans=plans)
+    assert plans == {("record", 2, 96, 8): "1"}
+    [(key, best, p, ratio, times)] = pe.score(pe.rules_from_header(), pts, gate="auto", plans=plans)
+    assert (best, p, ratio) == ("wide", "wide", 1.0), (key, times)
+    # and it can fail: without the plan's gate mode the table's WS is scored and loses
+    [(_, _, p0, ratio0, _)] = pe.score(pe.rules_from_header(), pts, gate="auto")
+    assert p0 == "ws" and ratio0 > 1.5
