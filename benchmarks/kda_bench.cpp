@@ -17,14 +17,19 @@
 //   --gate 2    gate mode 2 (the raw gate F_B·f_a precomputed, D wide; no F_B read), the
 //               inputs of vLLM's fused K3 kernel; floors per BENCHMARKS.md
 //   --peer FILE a CSV with columns H,B,us (e.g. docs/data/vllm_k3_decode_h200.csv): its
-//               figure and our ratio are printed beside each decode point it has
+//               figure and our ratio are printed beside each decode point it has. The card
+//               the figures come from is a `# device: NAME` line of the file, else the file
+//               name's last `_` token (h200); on another card the run says so first, since
+//               the ratio then compares two cards
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
@@ -46,6 +51,17 @@ std::vector<std::string> split_list(const std::string& s) {
   std::string tok;
   while (std::getline(ss, tok, ',')) v.push_back(tok);
   return v;
+}
+
+/// Whether the device named `device` (cudaDeviceProp::name, "NVIDIA H100 80GB HBM3") is the card a
+/// peer's figures name ("H200", "h200", "NVIDIA H200"): case-insensitive containment either way.
+bool same_card(const std::string& device, const std::string& card) {
+  auto upper = [](std::string t) {
+    for (char& c : t) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const std::string d = upper(device), c = upper(card);
+  return !c.empty() && (d.find(c) != std::string::npos || c.find(d) != std::string::npos);
 }
 
 std::vector<int> parse_list(const std::string& s) {
@@ -273,7 +289,7 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
 int main(int argc, char** argv) {
   std::vector<int> Hs = {12, 32, 96}, Bs = {1, 8, 64, 256};
   std::vector<int> qs = {1}, qrs = {8};
-  std::string mode_s = "decode", variant_s = "auto", state_s = "f32", csv, peer_file, layout_s = "ds";
+  std::string mode_s = "decode", variant_s = "auto", state_s = "f32", csv, peer_file, peer_device, layout_s = "ds";
   int gate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -327,10 +343,20 @@ int main(int argc, char** argv) {
     while (std::fgets(line, sizeof line, pf)) {
       int ph, pb;
       double pus;
-      if (line[0] != '#' && std::sscanf(line, "%d,%d,%lf", &ph, &pb, &pus) == 3)
+      if (std::strncmp(line, "# device:", 9) == 0) {
+        peer_device = line + 9;
+        peer_device.erase(0, peer_device.find_first_not_of(" \t"));
+        peer_device.erase(peer_device.find_last_not_of(" \t\r\n") + 1);
+      } else if (line[0] != '#' && std::sscanf(line, "%d,%d,%lf", &ph, &pb, &pus) == 3) {
         peer.push_back({double(ph), double(pb), pus});
+      }
     }
     std::fclose(pf);
+    if (peer_device.empty()) {  // docs/data/vllm_k3_decode_h200.csv: "h200"
+      std::string base = peer_file.substr(peer_file.find_last_of('/') + 1);
+      base = base.substr(0, base.rfind('.'));
+      peer_device = base.substr(base.find_last_of('_') + 1);
+    }
   }
   auto peer_us = [&](int H, int B) {
     for (const auto& e : peer)
@@ -342,6 +368,11 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write)\n", prop.name,
               prop.multiProcessorCount, ceiling / 1e9);
+  if (!peer.empty() && !same_card(prop.name, peer_device)) {
+    std::printf("# the peer's figures were measured on %s, this run is on %s: ours/p compares two cards\n",
+                peer_device.c_str(), prop.name);
+    std::fprintf(stderr, "kda_bench: --peer figures are from %s, this GPU is %s\n", peer_device.c_str(), prop.name);
+  }
   FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
   if (f)
     std::fprintf(f,
