@@ -60,6 +60,10 @@ static_assert(kDecodeRules[1].min_items == kSplitMaxItems + 1 && kAppendRules[1]
 /// took 0.9–40% less time than the pick of the tables below at every measured point (H = 12,
 /// B = 1 and H = 4, B = 2, 3; q = 1…16; record, fused, per_token: record q = 4 11.90 against
 /// 13.73 µs, fused 12.07 against 15.09, per_token 11.55 against 16.62; docs/data/ladder_s20/run5).
+/// NOTES: that rule predates Wide's small-grid verify forms. On an H100 (docs/data/ladder_s47/run4,
+/// H = 12, B = 1) Wide beat it for record q = 2 (6.5 against 7.8 µs), fused q = 2 (7.9 against 8.6)
+/// and record q = 4 (8.5 against 9.0); per_token kept Split (q = 4 9.3 against 12.7). Not moved
+/// without the H200's figures of the same kernels (docs/PERFORMANCE.md, Next 2).
 inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kSplit}, {13, Variant::kWS}};
 inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};  // record, fused at q = 1
