@@ -47,7 +47,7 @@ inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 /// Split 2 with bf16 state at q = 1 takes its 64 rows as one chunk (16 KiB, the bytes of an fp32
 /// chunk; eight rows a warp) in kernels compiled for two CTAs per SM (90 / 94 registers where four
 /// allow 64; split_q1_min_blocks). Its plans lay out one CTA per SM (up to 66 items), so the
-/// registers cost no occupancy. Decode at one request 3.6–6.0% faster, append Qr = 8 8.1–8.7%
+/// registers cost no occupancy. Decode at one request 3.2–6.0% faster, append Qr = 8 8.1–8.7%
 /// (H = 32, 48, 64; docs/data/ladder_s46/run1, rung nc2b). fp32 lost with either half: one 64-row
 /// chunk spilled at 64 registers, and at two CTAs per SM it was 1–4% slower (ladder_s43/run4).
 inline constexpr bool split2_bf16_q1_one_chunk(int split, int q, int state_bytes) {
