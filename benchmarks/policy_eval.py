@@ -22,7 +22,7 @@ against the `auto` rows, which count as the variant the plan ran.
     python3 benchmarks/policy_eval.py --gate-2 docs/data/ladder_s26/run1/ladder_final_*.csv
 
 scores the forced variants of runs with the gate precomputed (`--gate 2`), where the pick is
-auto_variant_without_fb's (Wide for WS).
+auto_variant_without_fb's (Wide for WS; record and fused at q = 2, 3 by their own table).
 
     python3 benchmarks/policy_eval.py --gate docs/data/ladder_s13/run3/*.csv ...
 
@@ -39,8 +39,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-TABLES = ("kDecodeRules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
-          "kVerifyQ1Rules", "kVerifyQ2Rules", "kVerifyQ4Rules")
+TABLES = ("kDecodeRules", "kDecodeBf16Rules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
+          "kVerifyQ1Rules", "kVerifyQ2Rules", "kVerifyQ4Rules", "kVerifyQ2RulesWithoutFb")
 
 
 def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
@@ -60,7 +60,9 @@ def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h"))
 
 def table_of(mode, q):
     """The table auto_variant reads for a step kind and q."""
-    if mode in ("decode", "decode/bf16"):  # bf16 state: the same table
+    if mode == "decode/bf16":
+        return "kDecodeBf16Rules"
+    if mode == "decode":
         return "kDecodeRules"
     if mode == "append":
         return "kAppendRules"
@@ -70,14 +72,17 @@ def table_of(mode, q):
 
 
 def pick(rules, mode, items, q=1, gate="0"):
-    """auto_variant's pick; without the F_B path in the step (gate modes 1 and 2) Wide where
-    that is WS (auto_variant_without_fb)."""
-    table = rules[table_of(mode, q)]
+    """auto_variant's pick; without the F_B path in the step (gate modes 1 and 2)
+    auto_variant_without_fb's: record and fused at q = 2, 3 by kVerifyQ2RulesWithoutFb, else Wide
+    where the table says WS."""
+    without_fb = gate in ("1", "2")
+    name = "kVerifyQ2RulesWithoutFb" if without_fb and mode in ("record", "fused") and q in (2, 3) else table_of(mode, q)
+    table = rules[name]
     v = table[0][1]
     for n, var in table:
         if items >= n:
             v = var
-    return "wide" if v == "ws" and gate in ("1", "2") else v
+    return "wide" if v == "ws" and without_fb else v
 
 
 def load_points(paths, gate="0", plans=None):
@@ -88,11 +93,13 @@ def load_points(paths, gate="0", plans=None):
     `auto` rows, which count as the variant they ran); `plans`, a dict, then receives per point
     the gate mode the `auto` row's plan took (its CSV column gate_plan), which decides the pick
     (score). The verify kinds at q >= 2 count only from runs of the q >= 2 Split/Wide kernel in
-    this tree (VERIFY_KERNEL_SESSION on)."""
+    this tree (VERIFY_KERNEL_SESSION on), bf16 decode on Split 2 only from its one-chunk form
+    (BF16_SPLIT2_SESSION on)."""
     points = {}
     for path in paths:
         m = re.search(r"(?:sweep|ladder)_s(\d+)", path)
         current = m is not None and int(m.group(1)) >= VERIFY_KERNEL_SESSION
+        bf16_split2_current = m is not None and int(m.group(1)) >= BF16_SPLIT2_SESSION
         for r in csv.DictReader(open(path)):
             if r["variant"] != r["variant_req"] and not (gate == "auto" and r["variant_req"] == "auto"):
                 continue
@@ -102,6 +109,9 @@ def load_points(paths, gate="0", plans=None):
             if r.get("gate", "0") != gate or (state != "f32" and r["mode"] != "decode"):
                 continue
             mode = r["mode"] + ("/bf16" if state == "bf16" else "")
+            items = int(r["H"]) * int(r["B"])
+            if mode == "decode/bf16" and r["variant"] == "split" and 25 <= items <= 132 and not bf16_split2_current:
+                continue
             key = (mode, int(r["q"]), int(r["H"]), int(r["B"]))
             points.setdefault(key, {})[r["variant"]] = float(r["us"])
             if plans is not None and gate == "auto" and r["variant_req"] == "auto" and r.get("gate_plan"):
@@ -200,6 +210,9 @@ SPREAD_SESSION = 15  # the session whose runs first spread small grids over the 
 # the session of the q >= 2 Split/Wide kernel in this tree: token groups (session 16) with the
 # token norms formed once per token and the out gate read in the epilogue (17)
 VERIFY_KERNEL_SESSION = 17
+# bf16 decode on Split 2 (25-132 items) runs a form with its 64 rows as one chunk at two CTAs per
+# SM since session 47 (nc2b); earlier runs' Split rows there measured the four-CTA form
+BF16_SPLIT2_SESSION = 47
 # the session whose gate mode 1 the tree runs: the step overlaps the gate kernel up to its
 # logits (the late wait) and the gate kernel's CTAs take 16-64 rows (19); every earlier mode 1
 # time is slower by up to 25% at small grids

@@ -2,6 +2,7 @@
 // table). Each value names the measurement it comes from.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kda/cuda/config.h"
@@ -21,8 +22,8 @@ struct AutoRule {
 /// decode (docs/data/sweep_s11_run3_decode.csv, H ∈ {4, 12, 24, 48, 96} × B ∈ {1 … 256}):
 /// Split (the item's rows over a cluster) up to 12 items (5–15% faster than Wide there), Wide
 /// from there (WS within 2% of it around 96 items and 6–8% faster only at H = 4, B = 32 / 64).
-/// The same table holds for bf16 state once small grids are spread over the SMs
-/// (kStepSpreadCtasPerSm): Wide beats Split at 48–192 items, by 43-44% at 96 items and 9-10% at
+/// The same table held for bf16 state once small grids were spread over the SMs
+/// (kStepSpreadCtasPerSm): Wide beat Split at 48–192 items then, by 43-44% at 96 items and 9-10% at
 /// 192 (docs/data/ladder_s15/run4; without the spread Split won at 96-383 items with bf16 state,
 /// docs/data/ladder_s14/run8, run9). At 48–192 items Split stayed behind Wide with fp32 state
 /// too, without the spread padding and with half the split (docs/data/ladder_s21/run3: H = 48,
@@ -36,11 +37,34 @@ struct AutoRule {
 /// (ladder_s28/run3), losing by 45–60% at 13–16 and 25–32 items, where its clusters of 8 took
 /// a second wave.
 inline constexpr int64_t kSplitMaxItems = 66;
-inline constexpr AutoRule kDecodeRules[] = {{0, Variant::kSplit}, {67, Variant::kWide}};
-/// append: decode's table (WS has no append path).
+/// NOTES: Split 2 where Wide is unbalanced. From 133 items Wide puts two items on some SMs (side by
+/// side: at 134 items it takes 10.7 µs against 8.9 at 132 on an H100), and the more SMs carry two,
+/// the closer the step comes to two items' time; Split 2's halves (a spread grid of two or three
+/// per SM) carry at most one and a half items' rows per SM up to 198 items, and from 199 a fourth
+/// CTA on an SM (fp32 decode, H100, gate mode 2, docs/data/ladder_s48/run2: Split 2 against Wide
+/// +10% at 134 items, +3% at 144, −4% at 168, −5 to −6.5% at 192 and 198, +13% at 200; gate mode 0
+/// +5%, −3%, −1%, −1%, −3.5%, +13% at 134, 144, 168, 192, 198, 200; H200, gate mode 0,
+/// ladder_s48/run1: −6% at 144, −3 to −5% at 192). Split from 168, the first point ahead in both
+/// gate modes on both cards. fp32 append does not gain there (H200, 192 items: +1 to +2%; H100,
+/// 144 / 168 / 192: −1.6 / +0.5 / +3%).
+inline constexpr int64_t kSplitBalanceMinItems = 168;
+inline constexpr int64_t kSplitBalanceMaxItems = 198;
+inline constexpr AutoRule kDecodeRules[] = {
+    {0, Variant::kSplit}, {67, Variant::kWide}, {168, Variant::kSplit}, {199, Variant::kWide}};
+/// decode with bf16 state: Split up to 132 items. Its Split 2 CTA takes its 64 rows as one chunk on
+/// kernels compiled for two CTAs per SM (cuda_config::split2_bf16_q1_one_chunk), so up to 132 items
+/// it runs in one wave: H200 (ladder_s48/run1, gate mode 0) 72 items 5.81 µs against Wide's 6.16,
+/// 96 items 6.24–6.30 against 6.51–6.53; H100 (ladder_s48/run2) 2–5% ahead at 72, 96, 120 and 132
+/// items in gate mode 0, 1–2% in gate mode 2; from 133 a second wave (H100, 134 items: 10.8 against
+/// 8.7; H200, 144 items: 10.63 against 8.45).
+inline constexpr AutoRule kDecodeBf16Rules[] = {{0, Variant::kSplit}, {133, Variant::kWide}};
+/// append: decode's first two rules (WS has no append path; Split 2 at 144–192 items does not gain).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {67, Variant::kWide}};
 static_assert(kDecodeRules[1].min_items == kSplitMaxItems + 1 && kAppendRules[1].min_items == kSplitMaxItems + 1,
               "the tables' Split range");
+static_assert(kDecodeRules[2].min_items == kSplitBalanceMinItems &&
+                  kDecodeRules[3].min_items == kSplitBalanceMaxItems + 1,
+              "decode's balancing Split range");
 /// verify steps under gate mode 0, by q: with one token the Split/Wide kernel wins every kind
 /// at every measured size (per_token 6–8%, record 12–16%, fused 14–24%;
 /// docs/data/sweep_s11_run3_verify*.csv). With q ≥ 2 (the token-group kernel with its norms
@@ -60,16 +84,29 @@ static_assert(kDecodeRules[1].min_items == kSplitMaxItems + 1 && kAppendRules[1]
 /// took 0.9–40% less time than the pick of the tables below at every measured point (H = 12,
 /// B = 1 and H = 4, B = 2, 3; q = 1…16; record, fused, per_token: record q = 4 11.90 against
 /// 13.73 µs, fused 12.07 against 15.09, per_token 11.55 against 16.62; docs/data/ladder_s20/run5).
-/// NOTES: that rule predates Wide's small-grid verify forms. On an H100 (docs/data/ladder_s47/run4,
-/// H = 12, B = 1) Wide beat it for record q = 2 (6.5 against 7.8 µs), fused q = 2 (7.9 against 8.6)
-/// and record q = 4 (8.5 against 9.0); per_token kept Split (q = 4 9.3 against 12.7). Not moved
-/// without the H200's figures of the same kernels (docs/PERFORMANCE.md, Next 2).
+/// NOTES: that rule predates Wide's small-grid verify forms, which run record and fused at q = 2, 3
+/// faster than Split there wherever the step has no F_B path (kVerifyQ2RulesWithoutFb below); in
+/// gate mode 0 Split keeps them (H = 12, B = 1, record q = 2: Split 9.03 µs, Wide 9.53, whose F_B
+/// path spills at q >= 2), and per_token and q = 1, 8, 16 keep Split in every mode
+/// (docs/data/ladder_s48/run1: per_token q = 4 9.2 against Wide's 12.7, record q = 8 12.2 against 13.3).
 inline constexpr AutoRule kPerTokenQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};
 inline constexpr AutoRule kPerTokenRules[] = {{0, Variant::kSplit}, {13, Variant::kWS}};
 inline constexpr AutoRule kVerifyQ1Rules[] = {{0, Variant::kSplit}, {13, Variant::kWide}};  // record, fused at q = 1
 inline constexpr AutoRule kVerifyQ2Rules[] = {{0, Variant::kSplit}, {13, Variant::kWS}};    // record, fused at q = 2, 3
 inline constexpr AutoRule kVerifyQ4Rules[] = {
     {0, Variant::kSplit}, {13, Variant::kWS}, {192, Variant::kWide}};  // q >= 4
+/// record and fused at q = 2, 3 without the F_B path in the step (gate modes 1 and 2; the planner's
+/// gate rule takes mode 1 for them at every size): Wide everywhere, up to 12 items too.
+/// NOTES: Wide's small-grid verify form (two CTAs per SM, the q tokens' chunks per pass) takes one
+/// item's prologue chain at one request faster than Split's cluster, whose ranks each run the q
+/// tokens' conv and norms and exchange Σo². Under the planner's gate rule (mode 1), H = 4, 8, 12 at
+/// one request and H = 4 at two and three, on the H200 (docs/data/ladder_s48/run1): record q = 2 Wide
+/// 6.0–6.5 µs against Split's 7.0–7.8 (Split 1.15–1.23 ×), fused q = 2 7.4–7.8 against 8.3–8.7
+/// (1.10–1.13 ×), record q = 3 1.02–1.05 ×, fused q = 3 1.03 ×; on an H100 the same way
+/// (docs/data/ladder_s47/run4, H = 12, B = 1: record q = 2 6.5 against 7.8, fused 7.9 against 8.6).
+/// At q = 4 record leans to Wide (Split 1.01–1.06 ×) and fused is a tie (0.99–1.02 ×), and from
+/// q = 8 Split wins (record q = 8 0.91–0.93 ×, q = 16 0.90–0.94 ×), so kVerifyQ4Rules stays.
+inline constexpr AutoRule kVerifyQ2RulesWithoutFb[] = {{0, Variant::kWide}};  // record, fused at q = 2, 3
 
 /// Split: the CTAs per item (2, 4, 8) are the most that keep the grid within one CTA per SM, and
 /// clusters of 4 and 8 within kSplitClusterMaxCtas CTAs (choose_split).
@@ -309,16 +346,21 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   return {};
 }
 
-/// The automatic variant for `items` = B·H items of a `mode` step with `q` tokens.
-inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1) {
-  auto pick = [items](const auto& rules) {
-    Variant v = rules[0].variant;
-    for (const AutoRule& r : rules)
-      if (items >= r.min_items) v = r.variant;
-    return v;
-  };
+/// The last rule of `rules` whose min_items `items` reaches.
+template <size_t N>
+inline constexpr Variant pick_rule(const AutoRule (&rules)[N], int64_t items) {
+  Variant v = rules[0].variant;
+  for (const AutoRule& r : rules)
+    if (items >= r.min_items) v = r.variant;
+  return v;
+}
+
+/// The automatic variant for `items` = B·H items of a `mode` step with `q` tokens (`state_bf16`:
+/// the layer's state dtype, which has its own decode table).
+inline Variant auto_variant(int64_t items, StepMode mode = StepMode::kDecode, int q = 1, bool state_bf16 = false) {
+  auto pick = [items](const auto& rules) { return pick_rule(rules, items); };
   switch (mode) {
-    case StepMode::kDecode: return pick(kDecodeRules);
+    case StepMode::kDecode: return state_bf16 ? pick(kDecodeBf16Rules) : pick(kDecodeRules);
     case StepMode::kAppend: return pick(kAppendRules);
     case StepMode::kPerToken: return q == 1 ? pick(kPerTokenQ1Rules) : pick(kPerTokenRules);
     default: return q == 1 ? pick(kVerifyQ1Rules) : q >= 4 ? pick(kVerifyQ4Rules) : pick(kVerifyQ2Rules);
@@ -376,13 +418,16 @@ inline int gate_tile_rows(int H, int64_t rows) {
   return cuda_config::kGateRowsPerCta;
 }
 
-/// The variant of a step without the F_B path (gate modes 1 and 2) under `auto`: the pick of
-/// auto_variant, with Wide where that is WS. Mode 1: WS reads its gate through its ring in bf16.
+/// The variant of a step without the F_B path (gate modes 1 and 2) under `auto`: record and fused
+/// at q = 2, 3 by kVerifyQ2RulesWithoutFb, else the pick of auto_variant with Wide where that is
+/// WS. Mode 1: WS reads its gate through its ring in bf16.
 /// Mode 2 (the gate precomputed, as vLLM's adapter runs it): Wide beat WS at all 36 verify points
 /// measured (q = 2, 4; per_token, record, fused; H = 96, B = 1, 2, 6, 64 and H = 12, B = 16, 32:
 /// WS took 1.001–1.98 × Wide's time; docs/data/ladder_s26/run1). WS runs only in gate mode 0.
-inline Variant auto_variant_without_fb(int64_t items, StepMode mode, int q) {
-  const Variant v = auto_variant(items, mode, q);
+inline Variant auto_variant_without_fb(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
+  if ((mode == StepMode::kRecord || mode == StepMode::kFused) && (q == 2 || q == 3))
+    return pick_rule(kVerifyQ2RulesWithoutFb, items);
+  const Variant v = auto_variant(items, mode, q, state_bf16);
   return v == Variant::kWS ? Variant::kWide : v;
 }
 

@@ -246,9 +246,10 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
     plan.gate_tile_rows = heuristics::gate_tile_rows(layer.H, int64_t(key.B) * key.q);
   }
   plan.gate_mode = gm;
-  const Variant v = forced                     ? policy.variant
-                    : gm == GateMode::kPerItem ? heuristics::auto_variant(ctx.items(), key.mode, key.q)
-                                               : heuristics::auto_variant_without_fb(ctx.items(), key.mode, key.q);
+  const Variant v = forced ? policy.variant
+                    : gm == GateMode::kPerItem
+                        ? heuristics::auto_variant(ctx.items(), key.mode, key.q, layer.state_bf16)
+                        : heuristics::auto_variant_without_fb(ctx.items(), key.mode, key.q, layer.state_bf16);
   return plan_cuda(ctx, plan, v, forced);
 }
 

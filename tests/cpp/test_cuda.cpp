@@ -877,6 +877,62 @@ TEST_F(CudaVsCpu, Bf16SplitTwoOneChunk) {
   std::cout << "[cuda-vs-cpu] Split 2 at q = 1, bf16 as one chunk: " << cases << " configurations\n";
 }
 
+/// The automatic variant where its tables take Split 2 beyond one CTA per SM (fp32 decode at
+/// 168–198 items, bf16 decode at 67–132: heuristics::kDecodeRules, kDecodeBf16Rules) and Wide where
+/// they do not (append there; 199 items), and record / fused at q = 2, 3 at one request on Wide in
+/// gate modes 1 and 2 (kVerifyQ2RulesWithoutFb), Split in gate mode 0: each against the CPU backend,
+/// the plan that ran held to the table.
+TEST_F(CudaVsCpu, AutoVariantAtTheTablesEdges) {
+  struct Case {
+    StepMode m;
+    int H, B, q;
+    bool bf16;
+    int gate;  // 0, 1, 2; -1: auto
+    Variant want;
+    int split;
+  };
+  const Case cases[] = {
+      {StepMode::kDecode, 12, 14, 1, false, -1, Variant::kSplit, 2},  // 168 items
+      {StepMode::kDecode, 48, 4, 1, false, 2, Variant::kSplit, 2},    // 192
+      {StepMode::kDecode, 99, 2, 1, false, -1, Variant::kSplit, 2},   // 198
+      {StepMode::kDecode, 199, 1, 1, false, 2, Variant::kWide, 1},    // 199
+      {StepMode::kDecode, 132, 1, 1, false, 0, Variant::kWide, 1},    // 132
+      {StepMode::kDecode, 167, 1, 1, false, -1, Variant::kWide, 1},   // 167
+      {StepMode::kAppend, 12, 16, 1, false, -1, Variant::kWide, 1},   // 192, append
+      {StepMode::kDecode, 24, 4, 1, true, -1, Variant::kSplit, 2},    // 96, bf16
+      {StepMode::kDecode, 66, 2, 1, true, 2, Variant::kSplit, 2},     // 132, bf16
+      {StepMode::kDecode, 133, 1, 1, true, -1, Variant::kWide, 1},    // 133, bf16
+      {StepMode::kDecode, 12, 16, 1, true, 0, Variant::kWide, 1},     // 192, bf16
+      {StepMode::kRecord, 12, 1, 2, false, -1, Variant::kWide, 1},    // gate auto: mode 1
+      {StepMode::kFused, 4, 3, 3, false, 2, Variant::kWide, 1},
+      {StepMode::kRecord, 12, 1, 2, false, 0, Variant::kSplit, 8},
+      {StepMode::kFused, 8, 1, 4, false, 1, Variant::kSplit, 8},
+      {StepMode::kPerToken, 12, 1, 2, false, 1, Variant::kSplit, 8},
+  };
+  uint32_t seed = 8100;
+  int n = 0;
+  for (const Case& k : cases) {
+    Config c;
+    c.mode = k.m;
+    c.H = k.H;
+    c.B = k.B;
+    c.q = k.q;
+    c.state_bf16 = k.bf16;
+    c.gate0 = k.gate == 0;
+    c.gate1 = k.gate == 1;
+    c.gate2 = k.gate == 2;
+    c.ds = n % 2 == 0;
+    c.lower_bound = n % 3 == 0;
+    if (k.m == StepMode::kAppend || k.m == StepMode::kFused) c.pending = 1 + n % 3;
+    Plan pl;
+    run_case(c, seed++, &pl);
+    EXPECT_EQ(pl.variant, k.want) << c.name() << ": " << pl.describe();
+    EXPECT_EQ(pl.split, k.split) << c.name() << ": " << pl.describe();
+    ++n;
+  }
+  std::cout << "[cuda-vs-cpu] auto at the tables' edges: " << n << " configurations\n";
+}
+
 /// The CTAs per SM of the kernels the two sides of an identity ran (plan/counters.h).
 struct IdentityKernels {
   int first = 0, second = 0;

@@ -114,8 +114,8 @@ TEST(Plan, CpuRefusesGpuVariantsNamingTheKey) {
 
 /// What auto must pick for `items` on `d` (the measured table of kda/heuristics.h, with its
 /// fallbacks: WS only where its layout and shared memory fit, Split only with clusters).
-Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1) {
-  Variant v = kda::heuristics::auto_variant(items, m, q);
+Variant expected_auto(int64_t items, StepMode m, const DeviceInfo& d, bool stream_fits, int q = 1, bool bf16 = false) {
+  Variant v = kda::heuristics::auto_variant(items, m, q, bf16);
   if (v == Variant::kWS && (!stream_fits || m == StepMode::kAppend)) v = Variant::kWide;
   if (v == Variant::kSplit && !d.clusters) v = Variant::kWide;
   return v;
@@ -137,7 +137,7 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
           LayerShape l = shape(H);  // stream_ok = false
           l.state_bf16 = bf16;
           const Plan p = kda::plan_step({m, B, q}, pol(), l, dd);
-          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q))
+          EXPECT_EQ(p.variant, expected_auto(items, m, dd, false, q, bf16))
               << StepKey{m, B, q}.describe() << " H " << H << (bf16 ? " bf16" : "");
           EXPECT_EQ(p.gate_mode, GateMode::kPerItem);
           EXPECT_EQ(p.fallback != nullptr, p.needs_aligned_inputs);
@@ -156,12 +156,38 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
     for (size_t i = 1; i < std::size(rules); ++i) EXPECT_GT(rules[i].min_items, rules[i - 1].min_items);
   };
   sorted(kda::heuristics::kDecodeRules);
+  sorted(kda::heuristics::kDecodeBf16Rules);
   sorted(kda::heuristics::kAppendRules);
   sorted(kda::heuristics::kPerTokenQ1Rules);
   sorted(kda::heuristics::kPerTokenRules);
   sorted(kda::heuristics::kVerifyQ1Rules);
   sorted(kda::heuristics::kVerifyQ4Rules);
   sorted(kda::heuristics::kVerifyQ2Rules);
+  sorted(kda::heuristics::kVerifyQ2RulesWithoutFb);
+}
+
+TEST(Plan, SmallVerifyWithoutFbRunsWideAtQ2And3) {
+  // kVerifyQ2RulesWithoutFb: record and fused at q = 2, 3 run Wide up to 12 items where the step
+  // has no F_B path (gate modes 1 and 2); gate mode 0, per_token and the other q keep Split there
+  const DeviceInfo d = gpu();
+  for (StepMode m : {StepMode::kRecord, StepMode::kFused, StepMode::kPerToken})
+    for (int q : {1, 2, 3, 4, 8, 16})
+      for (int H : {4, 12})
+        for (GateMode g : {GateMode::kPerItem, GateMode::kShared, GateMode::kPrecomputed}) {
+          LayerShape l = shape(H, g != GateMode::kPrecomputed);
+          l.window = 2 + q;
+          l.records = 16;
+          l.gate_ws_rows = kda::cuda_config::gate_ws_rows(q);
+          const Plan p = kda::plan_step({m, 1, q}, pol(Variant::kAuto, g), l, d);
+          const bool wide = g != GateMode::kPerItem && m != StepMode::kPerToken && (q == 2 || q == 3);
+          EXPECT_EQ(p.variant, wide ? Variant::kWide : Variant::kSplit)
+              << StepKey{m, 1, q}.describe() << " H " << H << " gate mode " << int(p.gate_mode);
+          EXPECT_EQ(p.gate_mode, g);
+        }
+  // from 13 items the tables decide, as before (WS in the tables is Wide without the F_B path)
+  EXPECT_EQ(kda::heuristics::auto_variant_without_fb(13, StepMode::kRecord, 2), Variant::kWide);
+  EXPECT_EQ(kda::heuristics::auto_variant_without_fb(12, StepMode::kRecord, 4), Variant::kSplit);
+  EXPECT_EQ(kda::heuristics::auto_variant(12, StepMode::kRecord, 2), Variant::kSplit) << "gate mode 0's table";
 }
 
 TEST(Plan, SplitFactorsKeepOneCtaPerSm) {
@@ -175,9 +201,21 @@ TEST(Plan, SplitFactorsKeepOneCtaPerSm) {
           s < kda::heuristics::kMaxSplit && (2 * s < 4 || items * 2 * s <= kda::heuristics::kSplitClusterMaxCtas);
       if (larger_allowed) EXPECT_GT(items * 2 * s, sms) << items << " items: split " << s << " smaller than fits";
     }
-  // H200: the auto tables' Split range is the range where the split is at least 2
-  for (int64_t items = 1; items <= 200; ++items)
-    EXPECT_EQ(kda::heuristics::auto_variant(items) == Variant::kSplit, kda::choose_split(items, 132) >= 2) << items;
+  // H200: the auto tables' Split range is the range where the split is at least 2, and for fp32
+  // decode from kSplitBalanceMinItems as long as Split 2 takes at most three halves per SM (a grid
+  // Wide would give one or two items per SM; kSplitBalanceMaxItems); with bf16
+  // state the range where its Split 2 form (two CTAs per SM) runs in one wave; append the first
+  for (int64_t items = 1; items <= 400; ++items) {
+    const bool balance = items >= kda::heuristics::kSplitBalanceMinItems && items * 2 <= 3 * 132;
+    EXPECT_EQ(kda::heuristics::auto_variant(items) == Variant::kSplit, kda::choose_split(items, 132) >= 2 || balance)
+        << items;
+    EXPECT_EQ(kda::heuristics::auto_variant(items, StepMode::kDecode, 1, true) == Variant::kSplit,
+              kda::choose_split(items, 132) >= 2 || items * 2 <= 2 * 132)
+        << items << " bf16";
+    EXPECT_EQ(kda::heuristics::auto_variant(items, StepMode::kAppend) == Variant::kSplit,
+              kda::choose_split(items, 132) >= 2)
+        << items << " append";
+  }
   // the launch shape of forced Split / Wide plans
   const DeviceInfo d = gpu();
   for (int H : {1, 3, 4, 12, 64})

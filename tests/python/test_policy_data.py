@@ -53,6 +53,26 @@ def _s34_rule_sweeps():
             for p in sorted(glob.glob(os.path.join(ROOT, "docs", "data", "ladder_s34", r, "ladder_*.csv")))]
 
 
+# Split against Wide (and WS) for decode and append with the kernels of this tree, under the
+# planner's gate rule (session 48: run 1 on the H200 at 12-24,576 items, fp32 and bf16; runs 2 and 3
+# on an H100, the same 132 SMs, where Wide holds one to two items per SM, 60-240 items): a later
+# file's point supersedes an earlier one's
+S48 = os.path.join(ROOT, "docs", "data", "ladder_s48")
+S48_RULE_SWEEPS = [os.path.join(S48, "run1", f"ladder_kda_bench_{i}.csv") for i in (13, 11, 12)] + [
+    os.path.join(S48, "run2", f"ladder_kda_bench_{i}.csv") for i in (4, 5, 6, 7, 8, 11)] + [
+    os.path.join(S48, "run3", f"ladder_kda_bench_{i}.csv") for i in (3, 4, 5)]
+# the same in gate mode 2 (runs 2 and 3, H100)
+S48_GATE2_SWEEPS = [os.path.join(S48, "run2", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 3, 9)] + [
+    os.path.join(S48, "run3", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 6)]
+
+
+def _s48_decode_points(pe):
+    if not all(os.path.exists(p) for p in S48_RULE_SWEEPS):
+        pytest.skip("the committed sweeps are not in this tree")
+    return {k: v for k, v in pe.load_points(S48_RULE_SWEEPS, gate="auto").items()
+            if k[0] in ("decode", "decode/bf16", "append")}
+
+
 def _points(pe):
     if not all(os.path.exists(p) for p in SWEEPS + AUTO_GATE_SWEEPS) or not _s28_rule_sweeps():
         pytest.skip("the committed sweeps are not in this tree")
@@ -62,6 +82,7 @@ def _points(pe):
     for k, v in pe.load_points(_s34_rule_sweeps(), gate="auto").items():
         if k[0] in ("decode", "decode/bf16", "append"):  # (their verify rows are the twins' controls)
             points.setdefault(k, {}).update(v)
+    points.update(_s48_decode_points(pe))
     return {k: v for k, v in points.items() if len(v) >= 2}
 
 
@@ -84,8 +105,31 @@ def test_split_up_to_66_items():
     assert max(r for *_, r, _ in pe.score(old, pts) if r is not None) > 1.05
 
 
+def test_split_2_where_wide_is_unbalanced():
+    # kDecodeRules' Split 2 at 168-198 items (Wide would put two items on some SMs; Split 2's
+    # halves at most three per SM) and kDecodeBf16Rules' Split up to 132 (one wave of its two-CTA
+    # form): within 4% of the better variant at every point from 60 to 240 items, gate modes 0
+    # (under the planner's gate rule) and 2
+    pe = _policy_eval()
+    if not all(os.path.exists(p) for p in S48_RULE_SWEEPS + S48_GATE2_SWEEPS):
+        pytest.skip("the committed sweeps are not in this tree")
+    sets = [(pe.load_points(S48_RULE_SWEEPS[3:], gate="auto"), "0"), (pe.load_points(S48_GATE2_SWEEPS, gate="2"), "2")]
+    n = 0
+    for pts, gate in sets:
+        pts = {k: v for k, v in pts.items() if k[0] in ("decode", "decode/bf16") and len(v) >= 2}
+        for (mode, q, H, B), best, p, ratio, times in pe.score(pe.rules_from_header(), pts, gate=gate):
+            assert ratio is not None and ratio <= 1.04, ((mode, q, H, B), gate, best, p, times)
+            n += 1
+        # and it can fail: Wide from 67 items (the tables before) loses by more than 5% here
+        old = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (67, "wide")],
+                   kDecodeBf16Rules=[(0, "split"), (67, "wide")])
+        assert max(r for *_, r, _ in pe.score(old, pts, gate=gate) if r is not None) > 1.05, gate
+    assert n >= 40, n
+
+
 def test_small_verify_grids_run_split():
-    # the pairs behind the tables' first rule (Split up to 12 items) for the verify kinds
+    # the pairs behind the tables' first rule (Split up to 12 items) for the verify kinds, session
+    # 20's points, scored with gate mode 0's pick (the tables' own)
     pe = _policy_eval()
     if not all(os.path.exists(p) for p in AUTO_GATE_SWEEPS):
         pytest.skip("the committed sweeps are not in this tree")
@@ -93,6 +137,36 @@ def test_small_verify_grids_run_split():
     assert len(rows) >= 30, rows
     for key, best, p, ratio, times in rows:
         assert p == "split" and ratio is not None and ratio <= 1.05, (key, best, p, times)
+
+
+# Split against Wide at up to 12 items for every verify kind under the planner's gate rule (mode 1
+# at q >= 2), with the kernels of this tree on the H200 (session 48, run 1)
+S48_SMALL_VERIFY = [os.path.join(ROOT, "docs", "data", "ladder_s48", "run1", f"ladder_kda_bench_{i}.csv")
+                    for i in (8, 9)]
+
+
+def test_small_verify_grids_without_fb_run_wide_at_q_2_and_3():
+    # kVerifyQ2RulesWithoutFb: record and fused at q = 2, 3 run Wide where the step has no F_B path;
+    # every other kind and q keeps Split up to 12 items
+    pe = _policy_eval()
+    if not all(os.path.exists(p) for p in S48_SMALL_VERIFY):
+        pytest.skip("the committed sweeps are not in this tree")
+    plans = {}
+    pts = pe.load_points(S48_SMALL_VERIFY, gate="auto", plans=plans)
+    rows = [r for r in pe.score(pe.rules_from_header(), pts, gate="auto", plans=plans)
+            if r[0][0] in ("record", "fused", "per_token") and r[0][2] * r[0][3] <= 12]
+    assert len(rows) >= 60, rows
+    for (mode, q, H, B), best, p, ratio, times in rows:
+        assert ratio is not None and ratio <= 1.07, ((mode, q, H, B), best, p, times)
+        if q >= 2:
+            assert plans[(mode, q, H, B)] == "1", "the gate rule takes mode 1 for verify at q >= 2"
+        wide = mode in ("record", "fused") and q in (2, 3)
+        assert p == ("wide" if wide else "split"), ((mode, q, H, B), p, times)
+    within5 = sum(r <= 1.05 for *_, r, _ in rows)
+    assert within5 >= 0.9 * len(rows), sorted(r for *_, r, _ in rows)[-5:]
+    # and it can fail: Split for them, as the tables say, loses by more than 15% (record q = 2)
+    old = dict(pe.rules_from_header(), kVerifyQ2RulesWithoutFb=[(0, "split"), (13, "wide")])
+    assert max(r for *_, r, _ in pe.score(old, pts, gate="auto", plans=plans) if r is not None) > 1.15
 
 
 def test_rule_tables_parse_and_are_sorted():
@@ -158,6 +232,7 @@ def _bf16_points(pe):
     for k, v in pe.load_points(_s34_rule_sweeps(), gate="auto").items():
         if k[0] == "decode/bf16":
             pts.setdefault(k, {}).update(v)
+    pts.update({k: v for k, v in _s48_decode_points(pe).items() if k[0] == "decode/bf16"})
     return {k: v for k, v in pts.items() if len(v) >= 2}
 
 
@@ -170,7 +245,7 @@ def test_bf16_decode_rule_within_5_percent_everywhere():
     assert worst[3] <= 1.05, f"pick/best {worst[3]:.3f} at {worst[0]}: {worst[4]}"
     # and it can fail: session 14's bf16 rule (Split from 96 to 383 items, measured without the
     # spread) loses > 15% here
-    old = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (13, "wide"), (96, "split"), (384, "wide")])
+    old = dict(pe.rules_from_header(), kDecodeBf16Rules=[(0, "split"), (13, "wide"), (96, "split"), (384, "wide")])
     assert max(r for *_, r, _ in pe.score(old, pts)) > 1.15
 
 
