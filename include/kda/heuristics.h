@@ -41,22 +41,23 @@ inline constexpr int64_t kSplitMaxItems = 66;
 /// side: at 134 items it takes 10.7 µs against 8.9 at 132 on an H100), and the more SMs carry two,
 /// the closer the step comes to two items' time; Split 2's halves (a spread grid of two or three
 /// per SM) carry at most one and a half items' rows per SM up to 198 items, and from 199 a fourth
-/// CTA on an SM (fp32 decode, H100, gate mode 2, docs/data/ladder_s48/run2: Split 2 against Wide
-/// +10% at 134 items, +3% at 144, −4% at 168, −5 to −6.5% at 192 and 198, +13% at 200; gate mode 0
-/// +5%, −3%, −1%, −1%, −3.5%, +13% at 134, 144, 168, 192, 198, 200; H200, gate mode 0,
-/// ladder_s48/run1: −6% at 144, −3 to −5% at 192). Split from 168, the first point ahead in both
-/// gate modes on both cards. fp32 append does not gain there (H200, 192 items: +1 to +2%; H100,
-/// 144 / 168 / 192: −1.6 / +0.5 / +3%).
-inline constexpr int64_t kSplitBalanceMinItems = 168;
+/// CTA on an SM. Split 2 against Wide, fp32 decode (docs/data/ladder_s48/run5, H200, gate mode 2:
+/// +6% at 134 items, −1.5% at 144, −4% at 156, −5.5% at 168, −7 to −8% at 192 and 198, +11% at
+/// 200; gate mode 0 +3%, −5%, −4%, −3%, −3.5%, −5%, +9%; on an H100, ladder_s48/run2 and run3,
+/// gate mode 2 +10%, +3%, −0.6%, −4%, −5 to −6.5%, −6%, +13%, gate mode 0 +5%, −3%, −1.3%, −1%,
+/// −1%, −3.5%, +13%). Split from 156, the first point ahead in both gate modes on both cards (at
+/// 144 the H100 in gate mode 2 is 3% behind). fp32 append does not gain there (H200, 192 items:
+/// +1 to +2%; H100, 144 / 168 / 192: −1.6 / +0.5 / +3%).
+inline constexpr int64_t kSplitBalanceMinItems = 156;
 inline constexpr int64_t kSplitBalanceMaxItems = 198;
 inline constexpr AutoRule kDecodeRules[] = {
-    {0, Variant::kSplit}, {67, Variant::kWide}, {168, Variant::kSplit}, {199, Variant::kWide}};
+    {0, Variant::kSplit}, {67, Variant::kWide}, {156, Variant::kSplit}, {199, Variant::kWide}};
 /// decode with bf16 state: Split up to 132 items. Its Split 2 CTA takes its 64 rows as one chunk on
 /// kernels compiled for two CTAs per SM (cuda_config::split2_bf16_q1_one_chunk), so up to 132 items
-/// it runs in one wave: H200 (ladder_s48/run1, gate mode 0) 72 items 5.81 µs against Wide's 6.16,
-/// 96 items 6.24–6.30 against 6.51–6.53; H100 (ladder_s48/run2) 2–5% ahead at 72, 96, 120 and 132
-/// items in gate mode 0, 1–2% in gate mode 2; from 133 a second wave (H100, 134 items: 10.8 against
-/// 8.7; H200, 144 items: 10.63 against 8.45).
+/// it runs in one wave: H200 (ladder_s48/run1, run5, gate mode 0) 3–6% ahead at 72, 96, 120 and 132
+/// items (96 items 6.24–6.30 µs against Wide's 6.51–6.53), 1.5–2% in gate mode 2; H100 (run2) 2–5%
+/// in gate mode 0, 1–2% in gate mode 2; from 133 a second wave (H100, 134 items: 10.8 against 8.7;
+/// H200, 144 items: 10.63–10.78 against 8.45–8.63).
 inline constexpr AutoRule kDecodeBf16Rules[] = {{0, Variant::kSplit}, {133, Variant::kWide}};
 /// append: decode's first two rules (WS has no append path; Split 2 at 144–192 items does not gain).
 inline constexpr AutoRule kAppendRules[] = {{0, Variant::kSplit}, {67, Variant::kWide}};

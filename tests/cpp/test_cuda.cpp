@@ -878,7 +878,7 @@ TEST_F(CudaVsCpu, Bf16SplitTwoOneChunk) {
 }
 
 /// The automatic variant where its tables take Split 2 beyond one CTA per SM (fp32 decode at
-/// 168–198 items, bf16 decode at 67–132: heuristics::kDecodeRules, kDecodeBf16Rules) and Wide where
+/// 156–198 items, bf16 decode at 67–132: heuristics::kDecodeRules, kDecodeBf16Rules) and Wide where
 /// they do not (append there; 199 items), and record / fused at q = 2, 3 at one request on Wide in
 /// gate modes 1 and 2 (kVerifyQ2RulesWithoutFb), Split in gate mode 0: each against the CPU backend,
 /// the plan that ran held to the table.
@@ -892,12 +892,12 @@ TEST_F(CudaVsCpu, AutoVariantAtTheTablesEdges) {
     int split;
   };
   const Case cases[] = {
-      {StepMode::kDecode, 12, 14, 1, false, -1, Variant::kSplit, 2},  // 168 items
+      {StepMode::kDecode, 12, 13, 1, false, -1, Variant::kSplit, 2},  // 156 items
       {StepMode::kDecode, 48, 4, 1, false, 2, Variant::kSplit, 2},    // 192
       {StepMode::kDecode, 99, 2, 1, false, -1, Variant::kSplit, 2},   // 198
       {StepMode::kDecode, 199, 1, 1, false, 2, Variant::kWide, 1},    // 199
       {StepMode::kDecode, 132, 1, 1, false, 0, Variant::kWide, 1},    // 132
-      {StepMode::kDecode, 167, 1, 1, false, -1, Variant::kWide, 1},   // 167
+      {StepMode::kDecode, 155, 1, 1, false, -1, Variant::kWide, 1},   // 155
       {StepMode::kAppend, 12, 16, 1, false, -1, Variant::kWide, 1},   // 192, append
       {StepMode::kDecode, 24, 4, 1, true, -1, Variant::kSplit, 2},    // 96, bf16
       {StepMode::kDecode, 66, 2, 1, true, 2, Variant::kSplit, 2},     // 132, bf16

@@ -61,6 +61,9 @@ S48 = os.path.join(ROOT, "docs", "data", "ladder_s48")
 S48_RULE_SWEEPS = [os.path.join(S48, "run1", f"ladder_kda_bench_{i}.csv") for i in (13, 11, 12)] + [
     os.path.join(S48, "run2", f"ladder_kda_bench_{i}.csv") for i in (4, 5, 6, 7, 8, 11)] + [
     os.path.join(S48, "run3", f"ladder_kda_bench_{i}.csv") for i in (3, 4, 5)]
+# the tables' edges on the H200 (run 5), gate `auto` and gate mode 2
+S48_H200_EDGES = [os.path.join(S48, "run5", f"ladder_kda_bench_{i}.csv") for i in (3, 4, 5)]
+S48_H200_EDGES_GATE2 = [os.path.join(S48, "run5", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 6)]
 # the same in gate mode 2 (runs 2 and 3, H100)
 S48_GATE2_SWEEPS = [os.path.join(S48, "run2", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 3, 9)] + [
     os.path.join(S48, "run3", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 6)]
@@ -106,25 +109,30 @@ def test_split_up_to_66_items():
 
 
 def test_split_2_where_wide_is_unbalanced():
-    # kDecodeRules' Split 2 at 168-198 items (Wide would put two items on some SMs; Split 2's
+    # kDecodeRules' Split 2 at 156-198 items (Wide would put two items on some SMs; Split 2's
     # halves at most three per SM) and kDecodeBf16Rules' Split up to 132 (one wave of its two-CTA
-    # form): within 4% of the better variant at every point from 60 to 240 items, gate modes 0
-    # (under the planner's gate rule) and 2
+    # form): within 5% of the better variant at every point from 60 to 240 items, gate modes 0
+    # (under the planner's gate rule) and 2, on the H100 (runs 2, 3) and the H200 (run 5)
     pe = _policy_eval()
-    if not all(os.path.exists(p) for p in S48_RULE_SWEEPS + S48_GATE2_SWEEPS):
+    paths = S48_RULE_SWEEPS + S48_GATE2_SWEEPS + S48_H200_EDGES + S48_H200_EDGES_GATE2
+    if not all(os.path.exists(p) for p in paths):
         pytest.skip("the committed sweeps are not in this tree")
-    sets = [(pe.load_points(S48_RULE_SWEEPS[3:], gate="auto"), "0"), (pe.load_points(S48_GATE2_SWEEPS, gate="2"), "2")]
-    n = 0
-    for pts, gate in sets:
+    sets = [(pe.load_points(S48_RULE_SWEEPS[3:], gate="auto"), "0"), (pe.load_points(S48_GATE2_SWEEPS, gate="2"), "2"),
+            (pe.load_points(S48_H200_EDGES, gate="auto"), "0"), (pe.load_points(S48_H200_EDGES_GATE2, gate="2"), "2")]
+    # and it can fail: Wide from 67 items (the tables before) loses by more than 5% on each card
+    old = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (67, "wide")],
+               kDecodeBf16Rules=[(0, "split"), (67, "wide")])
+    n, worst_old = 0, {}
+    for i, (pts, gate) in enumerate(sets):
         pts = {k: v for k, v in pts.items() if k[0] in ("decode", "decode/bf16") and len(v) >= 2}
         for (mode, q, H, B), best, p, ratio, times in pe.score(pe.rules_from_header(), pts, gate=gate):
-            assert ratio is not None and ratio <= 1.04, ((mode, q, H, B), gate, best, p, times)
+            assert ratio is not None and ratio <= 1.05, ((mode, q, H, B), gate, best, p, times)
             n += 1
-        # and it can fail: Wide from 67 items (the tables before) loses by more than 5% here
-        old = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (67, "wide")],
-                   kDecodeBf16Rules=[(0, "split"), (67, "wide")])
-        assert max(r for *_, r, _ in pe.score(old, pts, gate=gate) if r is not None) > 1.05, gate
-    assert n >= 40, n
+        card = "H100" if i < 2 else "H200"
+        worst = max(r for *_, r, _ in pe.score(old, pts, gate=gate) if r is not None)
+        worst_old[card] = max(worst_old.get(card, 0.0), worst)
+    assert n >= 55, n
+    assert min(worst_old.values()) > 1.05, worst_old
 
 
 def test_small_verify_grids_run_split():
