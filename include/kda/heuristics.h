@@ -55,7 +55,7 @@ inline constexpr AutoRule kDecodeRules[] = {
 /// decode with bf16 state: Split up to 132 items. Its Split 2 CTA takes its 64 rows as one chunk on
 /// kernels compiled for two CTAs per SM (cuda_config::split2_bf16_q1_one_chunk), so up to 132 items
 /// it runs in one wave: H200 (ladder_s48/run1, run5, gate mode 0) 3–6% ahead at 72, 96, 120 and 132
-/// items (96 items 6.24–6.30 µs against Wide's 6.51–6.53), 1.5–2% in gate mode 2; H100 (run2) 2–5%
+/// items (96 items 6.24–6.30 µs against Wide's 6.51–6.53), 1.3–2.2% in gate mode 2 (run5); H100 (run2) 2–5%
 /// in gate mode 0, 1–2% in gate mode 2; from 133 a second wave (H100, 134 items: 10.8 against 8.7;
 /// H200, 144 items: 10.63–10.78 against 8.45–8.63).
 inline constexpr AutoRule kDecodeBf16Rules[] = {{0, Variant::kSplit}, {133, Variant::kWide}};
