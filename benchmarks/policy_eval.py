@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 TABLES = ("kDecodeRules", "kDecodeBf16Rules", "kAppendRules", "kPerTokenQ1Rules", "kPerTokenRules",
-          "kVerifyQ1Rules", "kVerifyQ2Rules", "kVerifyQ4Rules", "kVerifyQ2RulesWithoutFb")
+          "kVerifyQ1Rules", "kVerifyQ2Rules", "kVerifyQ4Rules", "kVerifyQ2RulesWithoutFb", "kRecordQ4RulesWithoutFb")
 
 
 def rules_from_header(path=os.path.join(ROOT, "include", "kda", "heuristics.h")):
@@ -73,10 +73,14 @@ def table_of(mode, q):
 
 def pick(rules, mode, items, q=1, gate="0"):
     """auto_variant's pick; without the F_B path in the step (gate modes 1 and 2)
-    auto_variant_without_fb's: record and fused at q = 2, 3 by kVerifyQ2RulesWithoutFb, else Wide
-    where the table says WS."""
+    auto_variant_without_fb's: record and fused at q = 2, 3 by kVerifyQ2RulesWithoutFb, record at
+    q = 4 by kRecordQ4RulesWithoutFb, else Wide where the table says WS."""
     without_fb = gate in ("1", "2")
-    name = "kVerifyQ2RulesWithoutFb" if without_fb and mode in ("record", "fused") and q in (2, 3) else table_of(mode, q)
+    name = table_of(mode, q)
+    if without_fb and mode in ("record", "fused") and q in (2, 3):
+        name = "kVerifyQ2RulesWithoutFb"
+    elif without_fb and mode == "record" and q == 4:
+        name = "kRecordQ4RulesWithoutFb"
     table = rules[name]
     v = table[0][1]
     for n, var in table:

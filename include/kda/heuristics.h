@@ -45,13 +45,14 @@ inline constexpr int64_t kSplitMaxItems = 66;
 /// +6% at 134 items, −1.5% at 144, −4% at 156, −5.5% at 168, −7 to −8% at 192 and 198, +11% at
 /// 200; gate mode 0 +3%, −5%, −4%, −3%, −3.5%, −5%, +9%; on an H100, ladder_s48/run2 and run3,
 /// gate mode 2 +10%, +3%, −0.6%, −4%, −5 to −6.5%, −6%, +13%, gate mode 0 +5%, −3%, −1.3%, −1%,
-/// −1%, −3.5%, +13%). Split from 156, the first point ahead in both gate modes on both cards (at
-/// 144 the H100 in gate mode 2 is 3% behind). fp32 append does not gain there (H200, 192 items:
-/// +1 to +2%; H100, 144 / 168 / 192: −1.6 / +0.5 / +3%).
-inline constexpr int64_t kSplitBalanceMinItems = 156;
+/// −1%, −3.5%, +13%); H200 at 145–155 items (ladder_s49/run1): gate mode 2 −1.7 to −2.7%, under the
+/// gate rule −3.5 to −4.5%. Split from 144, the first point the H200 (the project's card) runs
+/// ahead in both gate modes (the H100 in gate mode 2 is 3% behind at 144, ahead from 156). fp32
+/// append does not gain there (H200, 192 items: +1 to +2%; H100, 144 / 168 / 192: −1.6 / +0.5 / +3%).
+inline constexpr int64_t kSplitBalanceMinItems = 144;
 inline constexpr int64_t kSplitBalanceMaxItems = 198;
 inline constexpr AutoRule kDecodeRules[] = {
-    {0, Variant::kSplit}, {67, Variant::kWide}, {156, Variant::kSplit}, {199, Variant::kWide}};
+    {0, Variant::kSplit}, {67, Variant::kWide}, {144, Variant::kSplit}, {199, Variant::kWide}};
 /// decode with bf16 state: Split up to 132 items. Its Split 2 CTA takes its 64 rows as one chunk on
 /// kernels compiled for two CTAs per SM (cuda_config::split2_bf16_q1_one_chunk), so up to 132 items
 /// it runs in one wave: H200 (ladder_s48/run1, run5, gate mode 0) 3–6% ahead at 72, 96, 120 and 132
@@ -108,6 +109,14 @@ inline constexpr AutoRule kVerifyQ4Rules[] = {
 /// At q = 4 record leans to Wide (Split 1.01–1.06 ×) and fused is a tie (0.99–1.02 ×), and from
 /// q = 8 Split wins (record q = 8 0.91–0.93 ×, q = 16 0.90–0.94 ×), so kVerifyQ4Rules stays.
 inline constexpr AutoRule kVerifyQ2RulesWithoutFb[] = {{0, Variant::kWide}};  // record, fused at q = 2, 3
+/// record at q = 4 without the F_B path: Wide up to 12 items too (above, kVerifyQ4Rules' WS and
+/// Wide run Wide without it). Under the gate rule on the H200 (docs/data/ladder_s49/run1): H = 4, 8,
+/// 12 at one request Wide 7.85 / 8.31 / 8.50 µs against Split's 8.05 / 8.39 / 8.85 (Split 1.01–1.04 ×);
+/// gate mode 2 at H = 12 7.73 against 8.08; H = 4 at three requests Split 1.06 × (ladder_s48/run1).
+/// Fused at q = 4 keeps Split (Wide 0.99–1.02 ×: H = 4, 8 1.3% and 2.4% behind), and so do q = 5–7,
+/// where Wide's run-time-q kernel takes 1.2–1.3 × Split's time (record q = 5 at H = 12: 13.56
+/// against 10.79 µs).
+inline constexpr AutoRule kRecordQ4RulesWithoutFb[] = {{0, Variant::kWide}};
 
 /// Split: the CTAs per item (2, 4, 8) are the most that keep the grid within one CTA per SM, and
 /// clusters of 4 and 8 within kSplitClusterMaxCtas CTAs (choose_split).
@@ -420,7 +429,7 @@ inline int gate_tile_rows(int H, int64_t rows) {
 }
 
 /// The variant of a step without the F_B path (gate modes 1 and 2) under `auto`: record and fused
-/// at q = 2, 3 by kVerifyQ2RulesWithoutFb, else the pick of auto_variant with Wide where that is
+/// at q = 2, 3 by kVerifyQ2RulesWithoutFb, record at q = 4 by kRecordQ4RulesWithoutFb, else the pick of auto_variant with Wide where that is
 /// WS. Mode 1: WS reads its gate through its ring in bf16.
 /// Mode 2 (the gate precomputed, as vLLM's adapter runs it): Wide beat WS at all 36 verify points
 /// measured (q = 2, 4; per_token, record, fused; H = 96, B = 1, 2, 6, 64 and H = 12, B = 16, 32:
@@ -428,6 +437,7 @@ inline int gate_tile_rows(int H, int64_t rows) {
 inline Variant auto_variant_without_fb(int64_t items, StepMode mode, int q, bool state_bf16 = false) {
   if ((mode == StepMode::kRecord || mode == StepMode::kFused) && (q == 2 || q == 3))
     return pick_rule(kVerifyQ2RulesWithoutFb, items);
+  if (mode == StepMode::kRecord && q == 4) return pick_rule(kRecordQ4RulesWithoutFb, items);
   const Variant v = auto_variant(items, mode, q, state_bf16);
   return v == Variant::kWS ? Variant::kWide : v;
 }

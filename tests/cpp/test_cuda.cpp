@@ -878,10 +878,11 @@ TEST_F(CudaVsCpu, Bf16SplitTwoOneChunk) {
 }
 
 /// The automatic variant where its tables take Split 2 beyond one CTA per SM (fp32 decode at
-/// 156–198 items, bf16 decode at 67–132: heuristics::kDecodeRules, kDecodeBf16Rules) and Wide where
-/// they do not (append there; 199 items), and record / fused at q = 2, 3 at one request on Wide in
-/// gate modes 1 and 2 (kVerifyQ2RulesWithoutFb), Split in gate mode 0: each against the CPU backend,
-/// the plan that ran held to the table.
+/// 144–198 items, bf16 decode at 67–132: heuristics::kDecodeRules, kDecodeBf16Rules) and Wide where
+/// they do not (append there; 143 and 199 items), and record / fused at q = 2, 3 and record at
+/// q = 4 at up to 12 items on Wide in gate modes 1 and 2 (kVerifyQ2RulesWithoutFb,
+/// kRecordQ4RulesWithoutFb), Split in gate mode 0: each against the CPU backend, the plan that ran
+/// held to the table.
 TEST_F(CudaVsCpu, AutoVariantAtTheTablesEdges) {
   struct Case {
     StepMode m;
@@ -897,7 +898,8 @@ TEST_F(CudaVsCpu, AutoVariantAtTheTablesEdges) {
       {StepMode::kDecode, 99, 2, 1, false, -1, Variant::kSplit, 2},   // 198
       {StepMode::kDecode, 199, 1, 1, false, 2, Variant::kWide, 1},    // 199
       {StepMode::kDecode, 132, 1, 1, false, 0, Variant::kWide, 1},    // 132
-      {StepMode::kDecode, 155, 1, 1, false, -1, Variant::kWide, 1},   // 155
+      {StepMode::kDecode, 144, 1, 1, false, 2, Variant::kSplit, 2},   // 144
+      {StepMode::kDecode, 143, 1, 1, false, -1, Variant::kWide, 1},   // 143
       {StepMode::kAppend, 12, 16, 1, false, -1, Variant::kWide, 1},   // 192, append
       {StepMode::kDecode, 24, 4, 1, true, -1, Variant::kSplit, 2},    // 96, bf16
       {StepMode::kDecode, 66, 2, 1, true, 2, Variant::kSplit, 2},     // 132, bf16
@@ -907,6 +909,8 @@ TEST_F(CudaVsCpu, AutoVariantAtTheTablesEdges) {
       {StepMode::kFused, 4, 3, 3, false, 2, Variant::kWide, 1},
       {StepMode::kRecord, 12, 1, 2, false, 0, Variant::kSplit, 8},
       {StepMode::kFused, 8, 1, 4, false, 1, Variant::kSplit, 8},
+      {StepMode::kRecord, 12, 1, 4, false, 2, Variant::kWide, 1},
+      {StepMode::kRecord, 4, 3, 4, false, 0, Variant::kSplit, 8},
       {StepMode::kPerToken, 12, 1, 2, false, 1, Variant::kSplit, 8},
   };
   uint32_t seed = 8100;

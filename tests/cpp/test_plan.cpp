@@ -166,9 +166,10 @@ TEST(Plan, AutoFollowsTheMeasuredTable) {
   sorted(kda::heuristics::kVerifyQ2RulesWithoutFb);
 }
 
-TEST(Plan, SmallVerifyWithoutFbRunsWideAtQ2And3) {
-  // kVerifyQ2RulesWithoutFb: record and fused at q = 2, 3 run Wide up to 12 items where the step
-  // has no F_B path (gate modes 1 and 2); gate mode 0, per_token and the other q keep Split there
+TEST(Plan, SmallVerifyWithoutFbRunsWide) {
+  // kVerifyQ2RulesWithoutFb, kRecordQ4RulesWithoutFb: record and fused at q = 2, 3 and record at
+  // q = 4 run Wide up to 12 items where the step has no F_B path (gate modes 1 and 2); gate mode 0,
+  // per_token, fused at q = 4 and the other q keep Split there
   const DeviceInfo d = gpu();
   for (StepMode m : {StepMode::kRecord, StepMode::kFused, StepMode::kPerToken})
     for (int q : {1, 2, 3, 4, 8, 16})
@@ -179,14 +180,17 @@ TEST(Plan, SmallVerifyWithoutFbRunsWideAtQ2And3) {
           l.records = 16;
           l.gate_ws_rows = kda::cuda_config::gate_ws_rows(q);
           const Plan p = kda::plan_step({m, 1, q}, pol(Variant::kAuto, g), l, d);
-          const bool wide = g != GateMode::kPerItem && m != StepMode::kPerToken && (q == 2 || q == 3);
+          const bool wide = g != GateMode::kPerItem && m != StepMode::kPerToken &&
+                            (q == 2 || q == 3 || (q == 4 && m == StepMode::kRecord));
           EXPECT_EQ(p.variant, wide ? Variant::kWide : Variant::kSplit)
               << StepKey{m, 1, q}.describe() << " H " << H << " gate mode " << int(p.gate_mode);
           EXPECT_EQ(p.gate_mode, g);
         }
   // from 13 items the tables decide, as before (WS in the tables is Wide without the F_B path)
   EXPECT_EQ(kda::heuristics::auto_variant_without_fb(13, StepMode::kRecord, 2), Variant::kWide);
-  EXPECT_EQ(kda::heuristics::auto_variant_without_fb(12, StepMode::kRecord, 4), Variant::kSplit);
+  EXPECT_EQ(kda::heuristics::auto_variant_without_fb(12, StepMode::kFused, 4), Variant::kSplit);
+  EXPECT_EQ(kda::heuristics::auto_variant_without_fb(12, StepMode::kRecord, 5), Variant::kSplit);
+  EXPECT_EQ(kda::heuristics::auto_variant_without_fb(13, StepMode::kRecord, 4), Variant::kWide);
   EXPECT_EQ(kda::heuristics::auto_variant(12, StepMode::kRecord, 2), Variant::kSplit) << "gate mode 0's table";
 }
 

@@ -64,6 +64,10 @@ S48_RULE_SWEEPS = [os.path.join(S48, "run1", f"ladder_kda_bench_{i}.csv") for i 
 # the tables' edges on the H200 (run 5), gate `auto` and gate mode 2
 S48_H200_EDGES = [os.path.join(S48, "run5", f"ladder_kda_bench_{i}.csv") for i in (3, 4, 5)]
 S48_H200_EDGES_GATE2 = [os.path.join(S48, "run5", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 6)]
+# session 49 on the H200 (run 1): fp32 decode at 145-155 items, gate `auto` and gate mode 2
+S49 = os.path.join(ROOT, "docs", "data", "ladder_s49")
+S49_H200_EDGES = [os.path.join(S49, "run1", "ladder_base_24.csv")]
+S49_H200_EDGES_GATE2 = [os.path.join(S49, "run1", "ladder_base_23.csv")]
 # the same in gate mode 2 (runs 2 and 3, H100)
 S48_GATE2_SWEEPS = [os.path.join(S48, "run2", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 3, 9)] + [
     os.path.join(S48, "run3", f"ladder_kda_bench_{i}.csv") for i in (0, 1, 2, 6)]
@@ -109,16 +113,18 @@ def test_split_up_to_66_items():
 
 
 def test_split_2_where_wide_is_unbalanced():
-    # kDecodeRules' Split 2 at 156-198 items (Wide would put two items on some SMs; Split 2's
+    # kDecodeRules' Split 2 at 144-198 items (Wide would put two items on some SMs; Split 2's
     # halves at most three per SM) and kDecodeBf16Rules' Split up to 132 (one wave of its two-CTA
     # form): within 5% of the better variant at every point from 60 to 240 items, gate modes 0
-    # (under the planner's gate rule) and 2, on the H100 (runs 2, 3) and the H200 (run 5)
+    # (under the planner's gate rule) and 2, on the H100 (session 48 runs 2, 3) and the H200
+    # (session 48 run 5, session 49 run 1)
     pe = _policy_eval()
-    paths = S48_RULE_SWEEPS + S48_GATE2_SWEEPS + S48_H200_EDGES + S48_H200_EDGES_GATE2
+    h200, h200_2 = S48_H200_EDGES + S49_H200_EDGES, S48_H200_EDGES_GATE2 + S49_H200_EDGES_GATE2
+    paths = S48_RULE_SWEEPS + S48_GATE2_SWEEPS + h200 + h200_2
     if not all(os.path.exists(p) for p in paths):
         pytest.skip("the committed sweeps are not in this tree")
     sets = [(pe.load_points(S48_RULE_SWEEPS[3:], gate="auto"), "0"), (pe.load_points(S48_GATE2_SWEEPS, gate="2"), "2"),
-            (pe.load_points(S48_H200_EDGES, gate="auto"), "0"), (pe.load_points(S48_H200_EDGES_GATE2, gate="2"), "2")]
+            (pe.load_points(h200, gate="auto"), "0"), (pe.load_points(h200_2, gate="2"), "2")]
     # and it can fail: Wide from 67 items (the tables before) loses by more than 5% on each card
     old = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (67, "wide")],
                kDecodeBf16Rules=[(0, "split"), (67, "wide")])
@@ -131,8 +137,14 @@ def test_split_2_where_wide_is_unbalanced():
         card = "H100" if i < 2 else "H200"
         worst = max(r for *_, r, _ in pe.score(old, pts, gate=gate) if r is not None)
         worst_old[card] = max(worst_old.get(card, 0.0), worst)
-    assert n >= 55, n
+    assert n >= 65, n
     assert min(worst_old.values()) > 1.05, worst_old
+    # and the H200's edge: at 145-155 items the pick is the better variant within 1% (Split), where
+    # Split from 156 (the edge before) gives away more than 3%
+    pts = {k: v for k, v in pe.load_points(S49_H200_EDGES, gate="auto").items() if k[0] == "decode"}
+    assert len(pts) == 5 and all(r <= 1.01 for *_, r, _ in pe.score(pe.rules_from_header(), pts, gate="0")), pts
+    later = dict(pe.rules_from_header(), kDecodeRules=[(0, "split"), (67, "wide"), (156, "split"), (199, "wide")])
+    assert max(r for *_, r, _ in pe.score(later, pts, gate="0") if r is not None) > 1.03
 
 
 def test_small_verify_grids_run_split():
@@ -148,14 +160,14 @@ def test_small_verify_grids_run_split():
 
 
 # Split against Wide at up to 12 items for every verify kind under the planner's gate rule (mode 1
-# at q >= 2), with the kernels of this tree on the H200 (session 48, run 1)
+# at q >= 2), with the kernels of this tree on the H200 (session 48, run 1; session 49, run 1: q = 4-7)
 S48_SMALL_VERIFY = [os.path.join(ROOT, "docs", "data", "ladder_s48", "run1", f"ladder_kda_bench_{i}.csv")
-                    for i in (8, 9)]
+                    for i in (8, 9)] + [os.path.join(S49, "run1", f"ladder_base_{i}.csv") for i in (20, 21)]
 
 
-def test_small_verify_grids_without_fb_run_wide_at_q_2_and_3():
-    # kVerifyQ2RulesWithoutFb: record and fused at q = 2, 3 run Wide where the step has no F_B path;
-    # every other kind and q keeps Split up to 12 items
+def test_small_verify_grids_without_fb_run_wide():
+    # kVerifyQ2RulesWithoutFb, kRecordQ4RulesWithoutFb: record and fused at q = 2, 3 and record at
+    # q = 4 run Wide where the step has no F_B path; every other kind and q keeps Split up to 12 items
     pe = _policy_eval()
     if not all(os.path.exists(p) for p in S48_SMALL_VERIFY):
         pytest.skip("the committed sweeps are not in this tree")
@@ -168,13 +180,16 @@ def test_small_verify_grids_without_fb_run_wide_at_q_2_and_3():
         assert ratio is not None and ratio <= 1.07, ((mode, q, H, B), best, p, times)
         if q >= 2:
             assert plans[(mode, q, H, B)] == "1", "the gate rule takes mode 1 for verify at q >= 2"
-        wide = mode in ("record", "fused") and q in (2, 3)
+        wide = (mode in ("record", "fused") and q in (2, 3)) or (mode == "record" and q == 4)
         assert p == ("wide" if wide else "split"), ((mode, q, H, B), p, times)
     within5 = sum(r <= 1.05 for *_, r, _ in rows)
     assert within5 >= 0.9 * len(rows), sorted(r for *_, r, _ in rows)[-5:]
-    # and it can fail: Split for them, as the tables say, loses by more than 15% (record q = 2)
+    # and it can fail: Split for them, as the tables say, loses by more than 15% (record q = 2),
+    # and by more than 3% for record at q = 4 alone
     old = dict(pe.rules_from_header(), kVerifyQ2RulesWithoutFb=[(0, "split"), (13, "wide")])
     assert max(r for *_, r, _ in pe.score(old, pts, gate="auto", plans=plans) if r is not None) > 1.15
+    old = dict(pe.rules_from_header(), kRecordQ4RulesWithoutFb=[(0, "split"), (13, "wide")])
+    assert max(r for *_, r, _ in pe.score(old, pts, gate="auto", plans=plans) if r is not None) > 1.03
 
 
 def test_rule_tables_parse_and_are_sorted():

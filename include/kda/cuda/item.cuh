@@ -116,6 +116,50 @@ __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, c
   }
 }
 
+/// delta_rows with each lane's first reduction half given by its operands rather than chosen by
+/// selects: va is the token vector of the lane's own half (k for lanes 0–15, q for 16–31), vb the
+/// other, k_src the lane's four key columns (read for the update only, so that va and vb need not
+/// live through it). The level across lane bit 4 then adds the partner's second
+/// half to the lane's first: the same two partials in the same order as rows_reduce's first step,
+/// so u and o carry the bits of delta_rows. (NOTES: the lean vectors, step_kernel.cuh.)
+template <int RPW>
+__device__ __forceinline__ void delta_rows_own_half(float4 (&S)[RPW], const float4& va, const float4& vb,
+                                                    const float* k_src, const float4& e4, float beta, float kq,
+                                                    const float* v_rows, int lane, float& u_out, float& o_out,
+                                                    bool update = true) {
+  constexpr int G2 = 16 / RPW;
+  float pa[RPW], pb[RPW];
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    S[i].x *= e4.x;
+    S[i].y *= e4.y;
+    S[i].z *= e4.z;
+    S[i].w *= e4.w;
+    pa[i] = dot4(S[i], va);
+    pb[i] = dot4(S[i], vb);
+  }
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) pa[i] += __shfl_xor_sync(0xffffffffu, pb[i], 16);
+  rows_reduce_step<RPW, RPW, 8>(pa, lane);
+  float tot = pa[0];
+#pragma unroll
+  for (int o = 8 / RPW; o > 0; o >>= 1) tot += __shfl_xor_sync(0xffffffffu, tot, o);
+  const float u = beta * (v_rows[(lane / G2) & (RPW - 1)] - tot);  // meaningful in lanes 0–15
+  const float u_hi = __shfl_xor_sync(0xffffffffu, u, 16);          // lane l >= 16: u of its row
+  o_out = fmaf(u_hi, kq, tot);                                     // meaningful in lanes 16–31
+  u_out = u;
+  if (!update) return;
+  const float4 k4 = *reinterpret_cast<const float4*>(k_src);
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) {
+    const float ui = __shfl_sync(0xffffffffu, u, i * G2);
+    S[i].x = fmaf(ui, k4.x, S[i].x);
+    S[i].y = fmaf(ui, k4.y, S[i].y);
+    S[i].z = fmaf(ui, k4.z, S[i].z);
+    S[i].w = fmaf(ui, k4.w, S[i].w);
+  }
+}
+
 constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
 
 /// Lane roles in a token group of TG tokens on a warp tile of RPW rows. The top

@@ -102,6 +102,9 @@ struct StepTraits {
   /// q = 1 above four CTAs per SM: the token vectors are read from shared memory per chunk
   /// (k, q scaled on the fly, e precomputed at the gate) instead of held in 12 registers.
   static constexpr bool kLeanVectors = Q_ == 1 && MIN_BLOCKS_ > 4;
+  /// The lean vectors scaled once and laid out by reduction half where the kernel runs a recording
+  /// kind (append, record, fused): NOTES: the lean vectors, in the kernel.
+  static constexpr bool kLeanOwnHalf = kLeanVectors && (KINDS_ & cuda_config::kRecordingStepKinds) != 0;
   /// The six-CTA bf16 kernel (q = 1, lean vectors) reads its state with an L2 evict-first policy: 2.6-3.1% faster at
   /// H = 96, B = 128 and 256 (mode 1); the same hint makes fp32 decode 1-6% slower from 3072
   /// items (docs/data/ladder_s15/run4, run5, rung ef).
@@ -243,6 +246,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   __shared__ uint64_t norm_full;                            // Split: the ranks' Σo² partials
   __shared__ uint64_t folded[cuda_config::kStepMaxStages];  // fold warps: the chunk's records folded in
 
+  // the lean vectors' scaled k and q (T::kLeanOwnHalf: Wide, where the shared gate never runs)
+  uint64_t* const vec_full = &gate_full;
+
   const int q = T::kQ ? T::kQ : p.q, H = p.H, D = H * K;
   const StepMode mode = StepMode(p.mode);
   // NOTES: the kinds at compile time. An instantiation runs the step kinds T::kKinds only (the
@@ -341,6 +347,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::mbarrier_init(&rec_full, 1);
     if constexpr (T::kSharedGate) ptx::mbarrier_init(&gate_full, 1);
+    if constexpr (T::kLeanOwnHalf) ptx::mbarrier_init(vec_full, 32);
     if constexpr (SPLIT > 1) ptx::mbarrier_init(&norm_full, 1);
     if constexpr (T::kFoldWarps > 0)
       for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&folded[s], 32 * T::kFoldWarps);
@@ -815,11 +822,40 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   //      operands in shared memory (Γ⊙y_k, Γ⊙y_q, M / N, the norms), one more barrier ----------
   float4 k4, q4, e4;
   float kq1 = 0.f, ik1 = 0.f, iq1 = 0.f;
-  if constexpr (T::kLeanVectors) {
+  if constexpr (T::kLeanVectors && !T::kLeanOwnHalf) {
     const TokenNorms n = token_norms(s_part, 0);
     ik1 = n.ik;
     iq1 = n.iq;
     kq1 = n.qk * n.ik * n.iq * kQScale;
+  } else if constexpr (T::kLeanOwnHalf) {
+    const TokenNorms n = token_norms(s_part, 0);
+    kq1 = n.qk * n.ik * n.iq * kQScale;
+    // NOTES: the lean vectors. The row loop reads k and q from shared memory per chunk. Warp 0
+    // scales them there once (the register path's roundings: y_k · 1/|y_k|, (y_q · 1/|y_q|) ·
+    // scale) instead of every warp at every chunk, and lays them out by reduction half: s_yq
+    // holds, at the columns of lanes 0–15, k and at those of lanes 16–31, q (the vector whose
+    // dot products the lane keeps at the reduction's first level), s_yk the other. So every lane
+    // reads its two operands at its own columns of two fixed buffers and the first level needs
+    // no selects (delta_rows_own_half; the same sums in the same order, so the same bits). They
+    // are released on vec_full, which the warps wait on at their first chunk, its rows loaded: no
+    // CTA barrier. (write_key_gate's k is read by the lanes of warp 0 that wrote it.) The row loop
+    // is 9% shorter (bf16 decode: 256 against 281 SASS instructions per chunk), and bf16 append
+    // Qr = 8 runs 3–5% faster on the H200 and on an H100, fp32 append Qr = 8 1.1–2.3% on the H200
+    // (a tie on an H100). bf16 decode lost 1–4% (H200) and 0.1–1.6% (H100) with it: the hand-over
+    // puts warp 0's scaling on every warp's chain, and its key, read again for the update, one more
+    // shared-memory round trip; so the kernels of the storing kinds keep the scaling per chunk
+    // (T::kLeanOwnHalf; docs/data/ladder_s49/run1, run2).
+    if (warp == 0) {
+      float4* const a = reinterpret_cast<float4*>(s_yq) + lane;
+      float4* const b = reinterpret_cast<float4*>(s_yk) + lane;
+      const float4 yq = *a, yk = *b;
+      const float4 kk = make_float4(yk.x * n.ik, yk.y * n.ik, yk.z * n.ik, yk.w * n.ik);
+      const float4 qq =
+          make_float4(yq.x * n.iq * kQScale, yq.y * n.iq * kQScale, yq.z * n.iq * kQScale, yq.w * n.iq * kQScale);
+      *a = lane < 16 ? kk : qq;
+      *b = lane < 16 ? qq : kk;
+      ptx::mbarrier_arrive(ptx::sem_release, ptx::scope_cta, ptx::space_shared, vec_full);
+    }
   } else if constexpr (T::kQ == 1) {
     const TokenNorms n = token_norms(s_part, 0);
     const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
@@ -928,9 +964,13 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       const int t = i / 64, c4 = i % 64;
       float4 v;
       if (c4 < 32) {
-        v = *reinterpret_cast<const float4*>(s_yk + t * K + c4 * 4);
-        const float ik = T::kQ == 1 ? token_norms(s_part, t).ik : s_nrm[t];  // k = y_k · 1/|y_k|
-        v = make_float4(v.x * ik, v.y * ik, v.z * ik, v.w * ik);
+        if constexpr (T::kLeanOwnHalf) {  // scaled already, by this lane (NOTES: the lean vectors)
+          v = *reinterpret_cast<const float4*>((c4 < 16 ? s_yq : s_yk) + c4 * 4);
+        } else {
+          v = *reinterpret_cast<const float4*>(s_yk + t * K + c4 * 4);
+          const float ik = T::kQ == 1 ? token_norms(s_part, t).ik : s_nrm[t];  // k = y_k · 1/|y_k|
+          v = make_float4(v.x * ik, v.y * ik, v.z * ik, v.w * ik);
+        }
       } else {
         v = *reinterpret_cast<const float4*>(s_g + t * K + (c4 - 32) * 4);
       }
@@ -1012,7 +1052,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     if constexpr (T::kQ == 1) {
       static_assert(NP == 1, "q = 1 runs one chunk per pass");
       float kq = kq1;
-      if constexpr (T::kLeanVectors) {
+      float u, o;
+      if constexpr (T::kLeanVectors && !T::kLeanOwnHalf) {
         const float4 yk = *reinterpret_cast<const float4*>(s_yk + lane * 4);
         const float4 yq = *reinterpret_cast<const float4*>(s_yq + lane * 4);
         k4 = make_float4(yk.x * ik1, yk.y * ik1, yk.z * ik1, yk.w * ik1);
@@ -1020,8 +1061,18 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         q4 = make_float4(yq.x * iq1 * kQScale, yq.y * iq1 * kQScale, yq.z * iq1 * kQScale, yq.w * iq1 * kQScale);
         e4 = *reinterpret_cast<const float4*>(s_e + lane * 4);
       }
-      float u, o;
-      delta_rows<RPW>(S[0], k4, q4, e4, s_beta[0], kq, s_yv + crow[0], lane, u, o, kUpdate);
+      if constexpr (T::kLeanOwnHalf) {
+        // the lane's own half (k for lanes 0–15, q for 16–31) and the other (NOTES: the lean vectors),
+        // waited for once the first chunk's rows are in registers
+        if (c == 0) mbar_wait(vec_full, 0);
+        const float4 va = *reinterpret_cast<const float4*>(s_yq + lane * 4);
+        const float4 vb = *reinterpret_cast<const float4*>(s_yk + lane * 4);
+        e4 = *reinterpret_cast<const float4*>(s_e + lane * 4);
+        const float* k_src = (lane < 16 ? s_yq : s_yk) + lane * 4;
+        delta_rows_own_half<RPW>(S[0], va, vb, k_src, e4, s_beta[0], kq, s_yv + crow[0], lane, u, o, kUpdate);
+      } else {
+        delta_rows<RPW>(S[0], k4, q4, e4, s_beta[0], kq, s_yv + crow[0], lane, u, o, kUpdate);
+      }
       if (writer) {
         if (lane < 16) {
           if (records) corr_out[rank * RC + crow[0] + urow] = u;
