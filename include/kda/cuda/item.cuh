@@ -79,33 +79,37 @@ __device__ __forceinline__ void delta_token(float4 (&S)[RPW], const float4& k4, 
   u_out = u;
 }
 
-/// One token of the delta rule on RPW rows of a warp (SPEC §3), the two row dot products
-/// reduced together:
-///   S ← S·e;  a = S·k, b = S·q (one rows_reduce of 2·RPW partials);  u = β (v − a);
-///   S ← fmaf(u, k, S);  o = S·q = b + u·(k·q)
-/// v_rows: the warp's RPW v values (shared memory), kq = k·q of the token. On return lanes
-/// 0–15 hold u of row lane / (16/RPW), lanes 16–31 o of row (lane − 16) / (16/RPW).
+/// The decay of a warp's rows and their dot products with two token vectors (a q = 1 token):
+/// S ← S·e, px[i] = S[i]·x, py[i] = S[i]·y.
 template <int RPW>
-__device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, const float4& q4, const float4& e4,
-                                           float beta, float kq, const float* v_rows, int lane, float& u_out,
-                                           float& o_out, bool update = true) {
-  constexpr int G2 = 16 / RPW;
-  float pp[2 * RPW];
+__device__ __forceinline__ void decay_dots(float4 (&S)[RPW], const float4& e4, const float4& x, const float4& y,
+                                           float (&px)[RPW], float (&py)[RPW]) {
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
     S[i].x *= e4.x;
     S[i].y *= e4.y;
     S[i].z *= e4.z;
     S[i].w *= e4.w;
-    pp[i] = dot4(S[i], k4);
-    pp[RPW + i] = dot4(S[i], q4);
+    px[i] = dot4(S[i], x);
+    py[i] = dot4(S[i], y);
   }
-  const float tot = rows_reduce<2 * RPW>(pp, lane);
+}
+
+/// The end of a q = 1 token on a warp's rows, from the reduced dot products `tot` (lanes 0–15:
+/// a = S·k of their row, lanes 16–31: b = S·q): u = β (v − a), o = b + u·(k·q), and, where the
+/// step stores the rows after the token (`update`), S ← fmaf(u, k, S) with k = key() (the lane's
+/// four key columns, asked for only then).
+template <int RPW, class Key>
+__device__ __forceinline__ void delta_rows_finish(float4 (&S)[RPW], float tot, const Key& key, float beta, float kq,
+                                                  const float* v_rows, int lane, float& u_out, float& o_out,
+                                                  bool update) {
+  constexpr int G2 = 16 / RPW;
   const float u = beta * (v_rows[(lane / G2) & (RPW - 1)] - tot);  // meaningful in lanes 0–15
   const float u_hi = __shfl_xor_sync(0xffffffffu, u, 16);          // lane l >= 16: u of its row
   o_out = fmaf(u_hi, kq, tot);                                     // meaningful in lanes 16–31
   u_out = u;
   if (!update) return;  // (the caller drops the updated rows: the step does not store them)
+  const float4 k4 = key();
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
     const float ui = __shfl_sync(0xffffffffu, u, i * G2);
@@ -116,48 +120,46 @@ __device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, c
   }
 }
 
+/// One token of the delta rule on RPW rows of a warp (SPEC §3), the two row dot products
+/// reduced together:
+///   S ← S·e;  a = S·k, b = S·q (one rows_reduce of 2·RPW partials);  u = β (v − a);
+///   S ← fmaf(u, k, S);  o = S·q = b + u·(k·q)
+/// v_rows: the warp's RPW v values (shared memory), kq = k·q of the token. On return lanes
+/// 0–15 hold u of row lane / (16/RPW), lanes 16–31 o of row (lane − 16) / (16/RPW).
+template <int RPW>
+__device__ __forceinline__ void delta_rows(float4 (&S)[RPW], const float4& k4, const float4& q4, const float4& e4,
+                                           float beta, float kq, const float* v_rows, int lane, float& u_out,
+                                           float& o_out, bool update = true) {
+  float pk[RPW], pq[RPW], pp[2 * RPW];
+  decay_dots<RPW>(S, e4, k4, q4, pk, pq);
+#pragma unroll
+  for (int i = 0; i < RPW; ++i) pp[i] = pk[i], pp[RPW + i] = pq[i];
+  const float tot = rows_reduce<2 * RPW>(pp, lane);
+  delta_rows_finish<RPW>(
+      S, tot, [&] { return k4; }, beta, kq, v_rows, lane, u_out, o_out, update);
+}
+
 /// delta_rows with each lane's first reduction half given by its operands rather than chosen by
 /// selects: va is the token vector of the lane's own half (k for lanes 0–15, q for 16–31), vb the
 /// other, k_src the lane's four key columns (read for the update only, so that va and vb need not
-/// live through it). The level across lane bit 4 then adds the partner's second
-/// half to the lane's first: the same two partials in the same order as rows_reduce's first step,
-/// so u and o carry the bits of delta_rows. (NOTES: the lean vectors, step_kernel.cuh.)
+/// live through it). The level across lane bit 4 then adds the partner's second half to the
+/// lane's first: the same two partials in the same order as rows_reduce's first step, so u and o
+/// carry the bits of delta_rows. (NOTES: the lean vectors, step_kernel.cuh.)
 template <int RPW>
 __device__ __forceinline__ void delta_rows_own_half(float4 (&S)[RPW], const float4& va, const float4& vb,
                                                     const float* k_src, const float4& e4, float beta, float kq,
                                                     const float* v_rows, int lane, float& u_out, float& o_out,
                                                     bool update = true) {
-  constexpr int G2 = 16 / RPW;
   float pa[RPW], pb[RPW];
-#pragma unroll
-  for (int i = 0; i < RPW; ++i) {
-    S[i].x *= e4.x;
-    S[i].y *= e4.y;
-    S[i].z *= e4.z;
-    S[i].w *= e4.w;
-    pa[i] = dot4(S[i], va);
-    pb[i] = dot4(S[i], vb);
-  }
+  decay_dots<RPW>(S, e4, va, vb, pa, pb);
 #pragma unroll
   for (int i = 0; i < RPW; ++i) pa[i] += __shfl_xor_sync(0xffffffffu, pb[i], 16);
   rows_reduce_step<RPW, RPW, 8>(pa, lane);
   float tot = pa[0];
 #pragma unroll
   for (int o = 8 / RPW; o > 0; o >>= 1) tot += __shfl_xor_sync(0xffffffffu, tot, o);
-  const float u = beta * (v_rows[(lane / G2) & (RPW - 1)] - tot);  // meaningful in lanes 0–15
-  const float u_hi = __shfl_xor_sync(0xffffffffu, u, 16);          // lane l >= 16: u of its row
-  o_out = fmaf(u_hi, kq, tot);                                     // meaningful in lanes 16–31
-  u_out = u;
-  if (!update) return;
-  const float4 k4 = *reinterpret_cast<const float4*>(k_src);
-#pragma unroll
-  for (int i = 0; i < RPW; ++i) {
-    const float ui = __shfl_sync(0xffffffffu, u, i * G2);
-    S[i].x = fmaf(ui, k4.x, S[i].x);
-    S[i].y = fmaf(ui, k4.y, S[i].y);
-    S[i].z = fmaf(ui, k4.z, S[i].z);
-    S[i].w = fmaf(ui, k4.w, S[i].w);
-  }
+  delta_rows_finish<RPW>(
+      S, tot, [&] { return *reinterpret_cast<const float4*>(k_src); }, beta, kq, v_rows, lane, u_out, o_out, update);
 }
 
 constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
