@@ -106,8 +106,9 @@ inline constexpr AutoRule kVerifyQ4Rules[] = {
 /// 6.0–6.5 µs against Split's 7.0–7.8 (Split 1.15–1.23 ×), fused q = 2 7.4–7.8 against 8.3–8.7
 /// (1.10–1.13 ×), record q = 3 1.02–1.05 ×, fused q = 3 1.03 ×; on an H100 the same way
 /// (docs/data/ladder_s47/run4, H = 12, B = 1: record q = 2 6.5 against 7.8, fused 7.9 against 8.6).
-/// At q = 4 record leans to Wide (Split 1.01–1.06 ×) and fused is a tie (0.99–1.02 ×), and from
-/// q = 8 Split wins (record q = 8 0.91–0.93 ×, q = 16 0.90–0.94 ×), so kVerifyQ4Rules stays.
+/// At q = 4 record leans to Wide (Split 1.01–1.06 ×: kRecordQ4RulesWithoutFb below) and fused is a
+/// tie (0.99–1.02 ×), and from q = 8 Split wins (record q = 8 0.91–0.93 ×, q = 16 0.90–0.94 ×), so
+/// kVerifyQ4Rules stays for them.
 inline constexpr AutoRule kVerifyQ2RulesWithoutFb[] = {{0, Variant::kWide}};  // record, fused at q = 2, 3
 /// record at q = 4 without the F_B path: Wide up to 12 items too (above, kVerifyQ4Rules' WS and
 /// Wide run Wide without it). Under the gate rule on the H200 (docs/data/ladder_s49/run1): H = 4, 8,
@@ -429,8 +430,9 @@ inline int gate_tile_rows(int H, int64_t rows) {
 }
 
 /// The variant of a step without the F_B path (gate modes 1 and 2) under `auto`: record and fused
-/// at q = 2, 3 by kVerifyQ2RulesWithoutFb, record at q = 4 by kRecordQ4RulesWithoutFb, else the pick of auto_variant with Wide where that is
-/// WS. Mode 1: WS reads its gate through its ring in bf16.
+/// at q = 2, 3 by kVerifyQ2RulesWithoutFb, record at q = 4 by kRecordQ4RulesWithoutFb, else the
+/// pick of auto_variant with Wide where that is WS. Mode 1: WS reads its gate through its ring in
+/// bf16.
 /// Mode 2 (the gate precomputed, as vLLM's adapter runs it): Wide beat WS at all 36 verify points
 /// measured (q = 2, 4; per_token, record, fused; H = 96, B = 1, 2, 6, 64 and H = 12, B = 16, 32:
 /// WS took 1.001–1.98 × Wide's time; docs/data/ladder_s26/run1). WS runs only in gate mode 0.
