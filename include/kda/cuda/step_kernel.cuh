@@ -841,10 +841,11 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // CTA barrier. (write_key_gate's k is read by the lanes of warp 0 that wrote it.) The row loop
     // is 9% shorter (bf16 decode: 256 against 281 SASS instructions per chunk), and bf16 append
     // Qr = 8 runs 3–5% faster on the H200 and on an H100, fp32 append Qr = 8 1.1–2.3% on the H200
-    // (a tie on an H100). bf16 decode lost 0.7–3.8% from 3072 items (H200) and 0.1–1.6% (H100) with it: the hand-over
-    // puts warp 0's scaling on every warp's chain, and its key, read again for the update, one more
-    // shared-memory round trip; so the kernels of the storing kinds keep the scaling per chunk
-    // (T::kLeanOwnHalf; docs/data/ladder_s49/run1, run2).
+    // (a tie on an H100; the H200's figures are of the form that waited before the chunk loop).
+    // bf16 decode lost 0.7–3.8% from 3072 items (H200) and 0.1–1.6% (H100) with it: the hand-over
+    // puts warp 0's scaling on every warp's chain, and its key, read again for the update, one
+    // more shared-memory round trip; so the kernels of the storing kinds keep the scaling per
+    // chunk (T::kLeanOwnHalf; docs/data/ladder_s49/run1, run2).
     if (warp == 0) {
       float4* const a = reinterpret_cast<float4*>(s_yq) + lane;
       float4* const b = reinterpret_cast<float4*>(s_yk) + lane;
