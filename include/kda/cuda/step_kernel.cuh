@@ -117,6 +117,11 @@ struct StepTraits {
   /// mode 1: 0.5–9% faster at 66 of 69 points, at most 2.6% slower at the others
   /// (docs/data/ladder_s16/run1).
   static constexpr bool kEarlyTokenInputs = Q_ != 1 && !GATE_FB_;
+  /// Wide at q = 1 and with early token inputs (q >= 2), in the kernels of the recording kinds, waits on the
+  /// staged-inputs barrier only where the step computes the F_B dot (gate mode 0): NOTES: the staged inputs'
+  /// barrier, in the kernel.
+  static constexpr bool kStagedBarrierForFbOnly =
+      SPLIT_ == 1 && (Q_ == 1 || kEarlyTokenInputs) && (KINDS_ & cuda_config::kRecordingStepKinds) != 0;
   /// Wide with early token inputs also loads the conv taps and bias of a thread's channels in
   /// the first wave, not at the conv after the staged-inputs barrier (one L2 round trip off the
   /// item's chain): record / fused / per_token at H = 96, q = 2, 3, 4, 8, one to 256 requests
@@ -665,8 +670,17 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // stagers, the q / k conv threads, arriving and going on) was 0.3–1.6% faster at one request than
   // this one (docs/data/ladder_s42/run2, rung gt2 against gt), but racecheck reported hazards in
   // Split 8 with it (docs/data/ladder_s43/run4) and it is not kept until they are understood.
-  sync_main();                                  // staged inputs
-  if (share_gate) ptx::barrier_cluster_wait();  // every rank has started (its gate_full initialised)
+  // NOTES: the staged inputs' barrier. Without the F_B dot, Wide at q = 1 and the first wave of q >= 2 read
+  // nothing another thread staged above before the barrier after the conv: the conv and the gate run on a
+  // thread's own first-wave registers or on the staged elements it wrote itself (element i of s_yq / s_yk / s_yv /
+  // s_g by thread i mod NT); the out gate, β and the per-token slots are read after the conv's barrier. Only the
+  // F_B dot (f_a, gate mode 0) and Split's ranks read across threads here. Without this barrier (H200), record
+  // at one request ran 0.6-2.4% faster, record q = 2 at 2-64 requests 1.9-3.0%, fp32 append Qr = 8 0.9-1.8%, fused
+  // q = 2 up to 1.8%, fused q = 4 and per_token within +-0.5%; decode 0.5-0.8% faster at 96-768 items but up to
+  // 0.2% (fp32) and 0.5% (bf16) slower from 3072, so the kernels of decode and per_token alone
+  // (kStoringStepKinds) keep it (docs/data/ladder_s50/run1, rung nb).
+  if (!T::kStagedBarrierForFbOnly || gate_from_fb) sync_main();  // staged inputs
+  if (share_gate) ptx::barrier_cluster_wait();                   // every rank has started (its gate_full initialised)
 
   // ---- gate: z = F_B[h·128 + i]·f_a (mode 0, two threads per gate row i) or the raw gate
   //      (q = 1: one thread per row; q >= 2 without the F_B path: the staged logits,
