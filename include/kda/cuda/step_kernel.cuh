@@ -676,8 +676,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // s_g by thread i mod NT); the out gate, β and the per-token slots are read after the conv's barrier. Only the
   // F_B dot (f_a, gate mode 0) and Split's ranks read across threads here. Without this barrier (H200), record
   // at one request ran 0.6-2.4% faster, record q = 2 at 2-64 requests 1.9-3.0%, fp32 append Qr = 8 0.9-1.8%, fused
-  // q = 2 up to 1.8%, fused q = 4 and per_token within +-0.5%; decode 0.5-0.8% faster at 96-768 items but up to
-  // 0.2% (fp32) and 0.5% (bf16) slower from 3072, so the kernels of decode and per_token alone
+  // q = 2 up to 1.8%, fused q = 4 and per_token within +-0.5%; decode 0.5-0.8% faster at six of seven points of
+  // 96-768 items but up to 0.24% (fp32) and 0.5% (bf16) slower from 3072, so the kernels of decode and per_token alone
   // (kStoringStepKinds) keep it (docs/data/ladder_s50/run1, rung nb).
   if (!T::kStagedBarrierForFbOnly || gate_from_fb) sync_main();  // staged inputs
   if (share_gate) ptx::barrier_cluster_wait();                   // every rank has started (its gate_full initialised)
