@@ -1,7 +1,7 @@
 // The small shape matrix that compute-sanitizer runs on the GPU (memcheck, racecheck, synccheck,
 // initcheck; scripts/gpu_run.sh): every CUDA variant ('split', 'wide', 'ws') × every step
 // kind (decode, decode with out_slots, append, per_token, record, fused with pending 0 / =
-// accepted / > q, commit, flush) × up to nine small shapes, with pads (-1 and the null slot), a
+// accepted / > q, commit, flush) × up to ten small shapes, with pads (-1 and the null slot), a
 // caller error, strided slot tensors, padded slot strides, packed rows and separate views, gate
 // modes 1 (Split / Wide: the gate kernel too) and 2, the fold-warp twins (fused on Wide at one
 // CTA per SM), the dense verify form (record and fused on Wide at five CTAs per SM), the q = 1
@@ -330,7 +330,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 9; ++shape) {
+      for (int shape = 0; shape < 10; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -381,6 +381,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           if (q1 || v == Variant::kWS) continue;
           c.H = 4, c.B = 2, c.q = 4;
           c.ds = false, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1, c.gate1 = true;
+        } else if (shape == 9) {
+          // record and fused at q = 1, gate mode 0 (one item): the recording kinds' q = 1 kernels read f_a that
+          // other threads staged, behind the staged-inputs barrier that only the F_B dot needs there
+          // (StepTraits::kStagedBarrierForFbOnly; without it racecheck reports the F_B dot's reads, ladder_s51)
+          if (k != Kind::kRecord && k != Kind::kFused) continue;
+          c.H = 1, c.B = 1, c.q = 1;
+          c.ds = false, c.lb = true, c.bias = true, c.layout = 1, c.null_slot = 0;
         } else {  // q = 16, gate mode 2, column-major tables, a null slot that is not 0
           if (q1 && k != Kind::kDecode) continue;
           // two WS ring stages of q = 16 do not fit: 'ws' refuses these keys when planned
