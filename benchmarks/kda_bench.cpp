@@ -10,7 +10,7 @@
 // Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|append|per_token|record|fused]
 //                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
 //                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16|f32,bf16] [--gate 0|1|2|auto]
-//                  [--layout ds|sd] [--peer FILE] [--csv FILE]
+//                  [--layout ds|sd] [--peer FILE] [--csv FILE] [--dump-out PREFIX]
 //   --gate      the policy's gate mode (SPEC §5; default 0): 0 per item, 1 shared (the gate
 //               kernel's GEMM, then the step), auto the planner's choice; the CSV's gate column
 //               is the request, gate_plan what the plan runs
@@ -21,6 +21,9 @@
 //               the figures come from is a `# device: NAME` line of the file, else the file
 //               name's last `_` token (h200); on another card the run says so first, since
 //               the ratio then compares two cards
+//   --dump-out  after each point, the last replay's outputs (steps × rows × D bf16, the graph's
+//               steps in order) written raw to PREFIX_<mode>_<state>_H<H>_B<B>.bin: for builds whose
+//               kernels write a probe into the outputs (KDA_TIMELINE, benchmarks/ladder/timeline.py)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -121,6 +124,8 @@ void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32, float scale
     done += n;
   }
 }
+
+std::string g_dump_out;  // --dump-out PREFIX
 
 struct Result {
   double us, floor_us, gbs;
@@ -274,6 +279,19 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
     }
   };
   const float ms = graph_replay_ms(s, enqueue);
+  if (!g_dump_out.empty()) {
+    std::vector<char> host(size_t(steps) * rows * D * 2);
+    CK(cudaStreamSynchronize(s));
+    CK(cudaMemcpy(host.data(), out, host.size(), cudaMemcpyDeviceToHost));
+    const std::string name = g_dump_out + "_" + mode_name(mode) + "_" + (bf16_state ? "bf16" : "f32") + "_H" +
+                             std::to_string(H) + "_B" + std::to_string(B) + ".bin";
+    FILE* df = std::fopen(name.c_str(), "wb");
+    if (!df || std::fwrite(host.data(), 1, host.size(), df) != host.size()) {
+      std::fprintf(stderr, "--dump-out: cannot write %s\n", name.c_str());
+      std::exit(1);
+    }
+    std::fclose(df);
+  }
   const Status st = kda.status(s);
   if (!st.ok()) std::fprintf(stderr, "warning: status %s\n", st.describe().c_str());
   const double us = ms * 1e3 / steps;
@@ -315,6 +333,8 @@ int main(int argc, char** argv) {
       layout_s = v;
     else if (k == "--peer")
       peer_file = v;
+    else if (k == "--dump-out")
+      g_dump_out = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

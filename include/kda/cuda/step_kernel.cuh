@@ -60,8 +60,24 @@
 #ifndef KDA_STEP_SMALL_GRID_WAVE_TOKENS
 #define KDA_STEP_SMALL_GRID_WAVE_TOKENS 16
 #endif
+// KDA_TIMELINE (benchmark builds only, benchmarks/ladder/timeline.py): each Wide CTA overwrites the
+// first 48 bytes of its item's output row with its timeline: %globaltimer at entry, after the PDL
+// wait, at the row loop, at its first chunk, at exit, and its SM. The outputs are then not outputs.
+#ifdef KDA_TIMELINE
+#define KDA_TL(var) (var) = ::kda::cuda::timeline_now()
+#else
+#define KDA_TL(var) ((void)0)
+#endif
 
 namespace kda::cuda {
+
+#ifdef KDA_TIMELINE
+__device__ __forceinline__ unsigned long long timeline_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
 
 /// Compile-time shape of the kernel: SPLIT CTAs per item, state dtype, Q tokens per request
 /// (1: decode / append, whose shared-memory offsets are then constants and whose token
@@ -301,6 +317,10 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   // ---- the item -----------------------------------------------------------------------
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+#ifdef KDA_TIMELINE
+  unsigned long long tl[5] = {0, 0, 0, 0, 0};
+#endif
+  KDA_TL(tl[0]);
   // Named barriers (0 is __syncthreads): the NT main threads once fold warps may have left, and the
   // fold warps among themselves.
   enum : unsigned { kBarMain = 1, kBarFold = 2 };
@@ -381,6 +401,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // overlap the gate GEMM instead of following it. (Forms without a late logit load wait here.)
   const bool late_wait = gate_from_ws && (T::kQ == 1 || T::kEarlyTokenInputs);
   if (!late_wait) cudaGridDependencySynchronize();
+  KDA_TL(tl[1]);
   if constexpr (SPLIT > 1) ptx::barrier_cluster_arrive(ptx::sem_relaxed);
 
   // ---- the request: every thread resolves it (the same loads, broadcast), so the window
@@ -1019,6 +1040,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 #pragma unroll
     for (int j = 0; j < NP; ++j) {
       mbar_wait(&chunk_ready[s + j], phase);
+#ifdef KDA_TIMELINE
+      if (c + j == 0) KDA_TL(tl[3]);
+#endif
       crow[j] = (c + j) * CR + warp * RPW;
       const StateT* st =
           reinterpret_cast<const StateT*>(s_state + (s + j) * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
@@ -1181,6 +1205,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       }
     }
   };
+  KDA_TL(tl[2]);
   {
     int s = 0;
     uint32_t phase = 0;
@@ -1286,6 +1311,19 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       if (records) write_key_gate();
     }
   }
+#ifdef KDA_TIMELINE
+  if constexpr (SPLIT == 1) {
+    sync_main();  // every output of the row written: tid 0 overwrites its first 48 bytes
+    if (tid == 0) {
+      KDA_TL(tl[4]);
+      unsigned smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      auto* dst = reinterpret_cast<unsigned long long*>(p.out + row_base * p.out_row + h * K);
+      for (int i = 0; i < 5; ++i) dst[i] = tl[i];
+      dst[5] = smid;
+    }
+  }
+#endif
   // fused / append: the last of the request's H items to get here owns pending[row] (every
   // item has read it: this CTA in its resolve, the cluster's ranks before sending their partials)
   if (folds && rank == 0 && tid == 0 && arrive_last(p.arrivals, r.row, H))
