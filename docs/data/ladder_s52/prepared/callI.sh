@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Call I (session 52): rungs cw1 / cw2 (the q = 1 Wide kernels' conv taps and bias in the first wave / before the PDL
+# wait: the L2 round trip that session 52's ncu of fp32 decode shows at the conv, ~8% of its stall samples, taken off
+# each item's prologue chain) against the tree, two passes in both orders (LADDER_CW1.txt, LADDER_CW2.txt): fp32
+# decode gate mode 2 at 768–24,576 items, `auto` (gate mode 1) at 3072 and 24,576, bf16 `auto` at 6144 and 24,576; then the timeline of the
+# tree and of cw2 at four points (the first wave's prologue). Binaries: .gpuI, built by build_I.sh. About 4 minutes.
+set -uo pipefail
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
+mkdir -p /tmp/b && tar xJf .gpuI/binI.tar.xz -C /tmp/b
+D=docs/data/ladder_s52/prepared
+for pass in 1 2; do
+  BIN=/tmp/b/bin OUT=/tmp/o$pass STAGES=ladder LADDER="$(paste -sd';' $D/LADDER_CW$pass.txt)" scripts/gpu_run.sh 2>&1 | tail -1
+  mkdir -p /tmp/t$pass && tar xzf /tmp/o$pass/logs.tgz -C /tmp/t$pass
+done
+# one folder: pass 2's runs numbered after pass 1's
+mkdir -p /tmp/all && cp /tmp/t1/ladder_*.csv /tmp/all/ && n=$(wc -l < $D/LADDER_CW1.txt)
+for f in /tmp/t2/ladder_*.csv; do b=$(basename "$f" .csv); i=${b##*_}; cp "$f" "/tmp/all/${b%_*}_$((i + n)).csv"; done
+tar czf "$OUT/ladder.tgz" -C /tmp/all .
+python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summary.txt" 2>&1
+export PYTHONDONTWRITEBYTECODE=1
+mkdir -p /tmp/tl
+while read -r tag args; do
+  for bin in kda_bench_tl kda_bench_cw2tl; do
+    /tmp/b/bin/$bin $args --variant auto --layout sd --dump-out /tmp/tl/${bin#kda_bench_}_$tag > /dev/null 2>&1
+  done
+done <<'PTS'
+g2 --H 12 --B 128 --mode decode --gate 2 --state f32
+g2 --H 96 --B 32,256 --mode decode --gate 2 --state f32
+g2 --H 96 --B 64 --mode decode --gate 2 --state bf16
+PTS
+for f in /tmp/tl/*.bin; do python3 benchmarks/ladder/timeline.py "$f"; done > "$OUT/timeline.txt" 2>&1
+grep -E "^/tmp|period|drain \(|resident at release|launched later" "$OUT/timeline.txt"
+echo "--- ladder"; tail -45 "$OUT/ladder_summary.txt"
