@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Call I (session 52): rungs cw1 / cw2 (the q = 1 Wide kernels' conv taps and bias in the first wave / before the PDL
-# wait: the L2 round trip that session 52's ncu of fp32 decode shows at the conv, ~8% of its stall samples, taken off
-# each item's prologue chain) against the tree, two passes in both orders (LADDER_CW1.txt, LADDER_CW2.txt): fp32
-# decode gate mode 2 at 768–24,576 items, `auto` (gate mode 1) at 3072 and 24,576, bf16 `auto` at 6144 and 24,576; then the timeline of the
-# tree and of cw2 at four points (the first wave's prologue). Binaries: .gpuI, built by build_I.sh. About 4 minutes.
+# Call I (session 52): rungs cw2 (the q = 1 Wide kernels' conv taps before the PDL wait: the L2 round trip that run 1's
+# ncu shows at the conv, ~8% of the stall samples), wf (the first stages' copies after thread 0's window loads: run 1's
+# timeline has the first wave's rows start 10-11 µs after the release, its window loads queued behind ~17 MB of state
+# copies) and wfc (both) against the tree, two passes in both orders (LADDER_CW1.txt, LADDER_CW2.txt): fp32 decode gate
+# mode 2 at 768–24,576 items, bf16 `auto` at 6144 and 24,576; then the timeline of the tree and of wfc at four points.
+# Binaries: .gpuI, built by build_I.sh. About 4 minutes.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 mkdir -p /tmp/b && tar xJf .gpuI/binI.tar.xz -C /tmp/b
@@ -20,7 +21,7 @@ python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summ
 export PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/tl
 while read -r tag args; do
-  for bin in kda_bench_tl kda_bench_cw2tl; do
+  for bin in kda_bench_tl kda_bench_wfctl; do
     /tmp/b/bin/$bin $args --variant auto --layout sd --dump-out /tmp/tl/${bin#kda_bench_}_$tag > /dev/null 2>&1
   done
 done <<'PTS'
