@@ -9,15 +9,16 @@ set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 mkdir -p /tmp/b && tar xJf .gpuI/binI.tar.xz -C /tmp/b
 D=docs/data/ladder_s52/prepared
+n=$(wc -l < $D/LADDER_CW1.txt)
+mkdir -p /tmp/all
 for pass in 1 2; do
   BIN=/tmp/b/bin OUT=/tmp/o$pass STAGES=ladder LADDER="$(paste -sd';' $D/LADDER_CW$pass.txt)" scripts/gpu_run.sh 2>&1 | tail -1
   mkdir -p /tmp/t$pass && tar xzf /tmp/o$pass/logs.tgz -C /tmp/t$pass
+  # one folder: pass 2's runs numbered after pass 1's; kept under $OUT after each pass
+  for f in /tmp/t$pass/ladder_*.csv; do b=$(basename "$f" .csv); i=${b##*_}; cp "$f" "/tmp/all/${b%_*}_$((i + (pass - 1) * n)).csv"; done
+  tar czf "$OUT/ladder.tgz" -C /tmp/all .
+  python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summary.txt" 2>&1
 done
-# one folder: pass 2's runs numbered after pass 1's
-mkdir -p /tmp/all && cp /tmp/t1/ladder_*.csv /tmp/all/ && n=$(wc -l < $D/LADDER_CW1.txt)
-for f in /tmp/t2/ladder_*.csv; do b=$(basename "$f" .csv); i=${b##*_}; cp "$f" "/tmp/all/${b%_*}_$((i + n)).csv"; done
-tar czf "$OUT/ladder.tgz" -C /tmp/all .
-python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summary.txt" 2>&1
 export PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/tl
 while read -r tag args; do
@@ -26,7 +27,7 @@ while read -r tag args; do
   done
 done <<'PTS'
 g2 --H 12 --B 128 --mode decode --gate 2 --state f32
-g2 --H 96 --B 32,256 --mode decode --gate 2 --state f32
+g2 --H 96 --B 32 --mode decode --gate 2 --state f32
 g2 --H 96 --B 64 --mode decode --gate 2 --state bf16
 PTS
 for f in /tmp/tl/*.bin; do python3 benchmarks/ladder/timeline.py "$f"; done > "$OUT/timeline.txt" 2>&1
