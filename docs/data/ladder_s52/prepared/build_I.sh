@@ -13,6 +13,8 @@ rm -rf /tmp/rcw /tmp/binI && mkdir -p /tmp/rcw /tmp/binI/bin && cp -r include /t
 INST="step_split1_f32_q1_nofb_keep step_split1_bf16_q1_nofb_occ6 step_split1_f32_q1_nofb" INCLUDE=/tmp/rcw/include \
   benchmarks/ladder/build_variants.sh /tmp/binI/bin cw2="-DKDA_Q1_EARLY_CONV=2" wf="-DKDA_STATE_AFTER_WINDOW=1" \
   wfc="-DKDA_STATE_AFTER_WINDOW=1 -DKDA_Q1_EARLY_CONV=2" wfctl="-DKDA_STATE_AFTER_WINDOW=1 -DKDA_Q1_EARLY_CONV=2 -DKDA_TIMELINE"
+INST="step_split1_f32_q1_nofb_keep step_split1_bf16_q1_nofb_occ6 step_split1_f32_q1_nofb" INCLUDE=/tmp/rcw/include \
+  TARGET=kda_cuda_tests benchmarks/ladder/build_variants.sh /tmp/binI/bin wfc="-DKDA_STATE_AFTER_WINDOW=1 -DKDA_Q1_EARLY_CONV=2"
 mkdir -p /tmp/binH && tar xJf .gpuH/binH.tar.xz -C /tmp/binH && cp /tmp/binH/bin/kda_bench /tmp/binH/bin/kda_bench_tl /tmp/binI/bin/
 mkdir -p .gpuI && tar cJf .gpuI/binI.tar.xz -C /tmp/binI bin
 grep -q '^.gpuI/' .git/info/exclude 2>/dev/null || echo '.gpuI/' >> .git/info/exclude
