@@ -19,6 +19,9 @@ for pass in 1 2; do
   tar czf "$OUT/ladder.tgz" -C /tmp/all .
   python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summary.txt" 2>&1
 done
+# the GPU suite's q = 1 tests on wfc's kernels (every gate mode, bf16 six CTAs, three stages, append = decode, bitwise
+# determinism, graphs)
+timeout 100 /tmp/b/bin/kda_cuda_tests_wfc --gtest_brief=1 --gtest_filter='CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.Bf16SixCtasPerSmWide:CudaVsCpu.DecodeThreeStateStagesOnASpreadGrid:CudaVsCpu.AppendThenFlushEqualsDecodePerVariant:CudaVsCpu.BitwiseDeterministicPerVariant:CudaVsCpu.GraphCaptureAndReplay:CudaVsCpu.EveryVariantEveryStepKind' > "$OUT/tests_wfc.txt" 2>&1; echo "kda_cuda_tests_wfc rc=$?"; tail -5 "$OUT/tests_wfc.txt"
 export PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/tl
 while read -r tag args; do
@@ -33,6 +36,3 @@ PTS
 for f in /tmp/tl/*.bin; do python3 benchmarks/ladder/timeline.py "$f"; done > "$OUT/timeline.txt" 2>&1
 grep -E "^/tmp|period|drain \(|resident at release|launched later" "$OUT/timeline.txt"
 echo "--- ladder"; tail -45 "$OUT/ladder_summary.txt"
-# the GPU suite's q = 1 tests on wfc's kernels (every gate mode, bf16 six CTAs, three stages, append = decode, bitwise
-# determinism, graphs)
-timeout 100 /tmp/b/bin/kda_cuda_tests_wfc --gtest_brief=1 --gtest_filter='CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.Bf16SixCtasPerSmWide:CudaVsCpu.DecodeThreeStateStagesOnASpreadGrid:CudaVsCpu.AppendThenFlushEqualsDecodePerVariant:CudaVsCpu.BitwiseDeterministicPerVariant:CudaVsCpu.GraphCaptureAndReplay:CudaVsCpu.EveryVariantEveryStepKind' > "$OUT/tests_wfc.txt" 2>&1; echo "kda_cuda_tests_wfc rc=$?"; tail -5 "$OUT/tests_wfc.txt"
