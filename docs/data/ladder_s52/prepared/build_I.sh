@@ -5,13 +5,14 @@
 #        (-DKDA_Q1_EARLY_CONV=2; =1 loads them in the first wave)
 #   wf   thread 0 issues the first stages' state copies once its first-wave loads have returned, not right after
 #        the request (-DKDA_STATE_AFTER_WINDOW=1): the grid's window loads reach DRAM ahead of its state bytes
-#   wfc  both; wfctl: wfc with the timeline probe (KDA_TIMELINE)
+#   wf1  wf in the grid's first wave only (blockIdx below CTAs per SM × SMs; -DKDA_STATE_AFTER_WINDOW=2)
+#   wfc  cw2 and wf; wfctl: wfc with the timeline probe (KDA_TIMELINE)
 # and the tree's kda_bench and kda_bench_tl from .gpuH.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 rm -rf /tmp/rcw /tmp/binI && mkdir -p /tmp/rcw /tmp/binI/bin && cp -r include /tmp/rcw/ && (cd /tmp/rcw && patch -p1 < "$OLDPWD/docs/data/ladder_s52/prepared/rung_cw_wf.diff")
 INST="step_split1_f32_q1_nofb_keep step_split1_bf16_q1_nofb_occ6 step_split1_f32_q1_nofb" INCLUDE=/tmp/rcw/include \
-  benchmarks/ladder/build_variants.sh /tmp/binI/bin cw2="-DKDA_Q1_EARLY_CONV=2" wf="-DKDA_STATE_AFTER_WINDOW=1" \
+  benchmarks/ladder/build_variants.sh /tmp/binI/bin cw2="-DKDA_Q1_EARLY_CONV=2" wf="-DKDA_STATE_AFTER_WINDOW=1" wf1="-DKDA_STATE_AFTER_WINDOW=2" \
   wfc="-DKDA_STATE_AFTER_WINDOW=1 -DKDA_Q1_EARLY_CONV=2" wfctl="-DKDA_STATE_AFTER_WINDOW=1 -DKDA_Q1_EARLY_CONV=2 -DKDA_TIMELINE"
 INST="step_split1_f32_q1_nofb_keep step_split1_bf16_q1_nofb_occ6 step_split1_f32_q1_nofb" INCLUDE=/tmp/rcw/include \
   TARGET=kda_cuda_tests benchmarks/ladder/build_variants.sh /tmp/binI/bin wfc="-DKDA_STATE_AFTER_WINDOW=1 -DKDA_Q1_EARLY_CONV=2"

@@ -2,9 +2,9 @@
 # Call I (session 52): rungs cw2 (the q = 1 Wide kernels' conv taps before the PDL wait: the L2 round trip that run 1's
 # ncu shows at the conv, ~8% of the stall samples), wf (the first stages' copies after thread 0's window loads: run 1's
 # timeline has the first wave's rows start 10-11 µs after the release, its window loads queued behind ~17 MB of state
-# copies) and wfc (both) against the tree, two passes in both orders (LADDER_CW1.txt, LADDER_CW2.txt): fp32 decode gate
+# copies), wf1 (wf in the grid's first wave only) and wfc (cw2 and wf) against the tree, two passes in both orders (LADDER_CW1.txt, LADDER_CW2.txt): fp32 decode gate
 # mode 2 at 768–24,576 items, bf16 `auto` at 6144 and 24,576; then the timeline of the tree and of wfc at four points.
-# Binaries: .gpuI, built by build_I.sh. About 4 minutes.
+# Binaries: .gpuI, built by build_I.sh. About 5 minutes.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 mkdir -p /tmp/b && tar xJf .gpuI/binI.tar.xz -C /tmp/b
