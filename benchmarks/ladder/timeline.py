@@ -73,6 +73,24 @@ def describe(path: str) -> None:
             f"  {name:20s} prologue (wait -> rows) p10/50/90 {q(pro)[0]:5.2f} {q(pro)[1]:5.2f} {q(pro)[2]:5.2f}"
             f" | first chunk {q(fc)[1]:5.2f} | life {q(life)[0]:5.2f} {q(life)[1]:5.2f} {q(life)[2]:5.2f} µs"
         )
+    # a later item's entry -> past its wait (its pre-wait work), and how soon an SM takes a slot again
+    later = ~resident
+    later[:first_step] = False
+    if later.any():
+        ew = (wait - entry)[later]
+        reuse = []
+        for i in range(first_step, steps):
+            for sm in np.unique(t[i, :, 5]):
+                on = t[i, :, 5] == sm
+                exits = np.sort(end[i][on])
+                for e in entry[i][on & later[i]]:
+                    prior = exits[exits <= e]
+                    if prior.size:
+                        reuse.append(e - prior[-1])
+        print(
+            f"  later items' entry -> past the wait p10/50/90  {q(ew)[0]:5.2f} {q(ew)[1]:5.2f} {q(ew)[2]:5.2f} µs"
+            + (f"; slot taken again {np.median(reuse):.2f} µs after an exit (median)" if reuse else "")
+        )
     # active items over the step (past the wait, not yet exited), in 0.25 µs bins, median over steps
     grid = np.arange(0.0, float(np.median(span)) + 0.25, 0.25)
     act = np.median(
