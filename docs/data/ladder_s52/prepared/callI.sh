@@ -3,8 +3,9 @@
 # ncu shows at the conv, ~8% of the stall samples), wf (the first stages' copies after thread 0's window loads: run 1's
 # timeline has the first wave's rows start 10-11 µs after the release, its window loads queued behind ~17 MB of state
 # copies), wf1 (wf in the grid's first wave only) and wfc (cw2 and wf) against the tree, two passes in both orders (LADDER_CW1.txt, LADDER_CW2.txt): fp32 decode gate
-# mode 2 at 768–24,576 items, bf16 `auto` at 6144 and 24,576; then the timeline of the tree and of wfc at four points.
-# Binaries: .gpuI, built by build_I.sh. About 5 minutes.
+# mode 2 at 96 and 768–24,576 items, bf16 `auto` at 6144 and 24,576, and (wf, wf1 only) fp32 `auto` at 384 items (gate
+# mode 0) and append Qr = 8 at 6144 and 24,576; then the GPU suite's q = 1 tests and the timeline of the tree and of wfc at four points.
+# Binaries: .gpuI, built by build_I.sh. About 8 minutes.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 mkdir -p /tmp/b && tar xJf .gpuI/binI.tar.xz -C /tmp/b
@@ -19,9 +20,9 @@ for pass in 1 2; do
   tar czf "$OUT/ladder.tgz" -C /tmp/all .
   python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summary.txt" 2>&1
 done
-# the GPU suite's q = 1 tests on wfc's kernels (every gate mode, bf16 six CTAs, three stages, append = decode, bitwise
-# determinism, graphs)
-timeout 100 /tmp/b/bin/kda_cuda_tests_wfc --gtest_brief=1 --gtest_filter='CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.Bf16SixCtasPerSmWide:CudaVsCpu.DecodeThreeStateStagesOnASpreadGrid:CudaVsCpu.AppendThenFlushEqualsDecodePerVariant:CudaVsCpu.BitwiseDeterministicPerVariant:CudaVsCpu.GraphCaptureAndReplay:CudaVsCpu.EveryVariantEveryStepKind' > "$OUT/tests_wfc.txt" 2>&1; echo "kda_cuda_tests_wfc rc=$?"; tail -5 "$OUT/tests_wfc.txt"
+# the GPU suite's q = 1 tests with both rungs in every Wide q = 1 kernel (every gate mode, bf16 six CTAs, fp32 append
+# six CTAs, three stages, append = decode, bitwise determinism, graphs)
+timeout 120 /tmp/b/bin/kda_cuda_tests_wfc --gtest_brief=1 --gtest_filter='CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.Bf16SixCtasPerSmWide:CudaVsCpu.Fp32AppendSixCtasPerSmWide:CudaVsCpu.DecodeThreeStateStagesOnASpreadGrid:CudaVsCpu.AppendThenFlushEqualsDecodePerVariant:CudaVsCpu.BitwiseDeterministicPerVariant:CudaVsCpu.GraphCaptureAndReplay' > "$OUT/tests_wfc.txt" 2>&1; echo "kda_cuda_tests_wfc rc=$?"; tail -5 "$OUT/tests_wfc.txt"
 export PYTHONDONTWRITEBYTECODE=1
 mkdir -p /tmp/tl
 while read -r tag args; do
