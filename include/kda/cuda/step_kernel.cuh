@@ -1040,9 +1040,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 #pragma unroll
     for (int j = 0; j < NP; ++j) {
       mbar_wait(&chunk_ready[s + j], phase);
-#ifdef KDA_TIMELINE
       if (c + j == 0) KDA_TL(tl[3]);
-#endif
       crow[j] = (c + j) * CR + warp * RPW;
       const StateT* st =
           reinterpret_cast<const StateT*>(s_state + (s + j) * L.stage_bytes()) + (warp * RPW) * K + lane * 4;
