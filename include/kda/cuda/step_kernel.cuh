@@ -147,8 +147,22 @@ struct StepTraits {
   /// So do the bf16 q = 8 and 16 kernels, which were not measured with them and spill 24 and 16
   /// bytes then (bf16 q = 3, 4 and run-time q take them: no new spills).
   /// The small-grid form (128 registers) takes them at every q.
+  /// The storing kinds' q = 1 Wide kernels without the F_B path (decode in gate modes 1 and 2, fp32 and the six-CTA
+  /// bf16 form) load the conv taps and bias before the PDL wait (they are weights, SPEC §7), not at the conv after
+  /// the staged-inputs barrier: the conv's FFMAs held 7.8% of the stall samples waiting on them (gate mode 2, H = 96,
+  /// B = 32). H200, fp32 gate mode 2: 1.2–4.1% faster at 768–3072 items, 0.6% at 6144; bf16 `auto` at 6144 items 1.1%
+  /// (docs/data/ladder_s53/run1, rung cw2). No new spills. (With F_B the slice is live then: those kernels spill.)
+  static constexpr bool kConvWeightsBeforeWait =
+      Q_ == 1 && SPLIT_ == 1 && !GATE_FB_ && KINDS_ == cuda_config::kStoringStepKinds;
   static constexpr bool kEarlyConvWeights =
-      kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4 || kSmallGridVerify);
+      (kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4 || kSmallGridVerify)) ||
+      kConvWeightsBeforeWait;
+  /// NOTES: the first stages after the window, in the kernel. Where measured to win: the storing kinds' q = 1 Wide
+  /// kernels of fp32 gate mode 0 (384 items 3.9% faster) and of bf16 (six CTAs, 6144 items: 3.7% faster together with
+  /// kConvWeightsBeforeWait, 1.1% with that alone). The fp32 kernel without F_B runs 0.1–1.2% slower with it than
+  /// with its conv taps early alone; append (fp32, 6144 items) ties (docs/data/ladder_s53/run1, rungs wf, wfc).
+  static constexpr bool kFirstStagesAfterWindow =
+      Q_ == 1 && SPLIT_ == 1 && KINDS_ == cuda_config::kStoringStepKinds && (GATE_FB_ || sizeof(StateT_) == 2);
   /// A_log, dt_bias and norm_w are loaded before the PDL wait (NOTES: the weights before the
   /// wait, in the kernel): decode up to 4.9% faster below 6144 items, Split at one request
   /// 1.5–3.7%, verify up to 6.8% (docs/data/ladder_s27/run1, run2). Not in the six-CTA bf16
@@ -352,11 +366,29 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const bool gate_here = !share_gate || gt >= 0;
 
   // ---- before the PDL wait: barriers and weights only -----------------------------------
+  // the conv taps and bias of a thread's channels cq, ck (threads 0–127: q / k, cw[0..3], cw[4..7],
+  // cb[0..1]) or cv (threads 128…: its own v channel, cw[0..3], cb[0]): loaded here where
+  // T::kConvWeightsBeforeWait, else in the first wave where T::kEarlyConvWeights, else at the conv
+  float cw[8], cb[2];
+  auto load_conv_weights = [&](int cq, int ck, int cv) {
+    if (tid < K) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(0 * 4 + j) * D + cq], cw[4 + j] = p.conv_w[(1 * 4 + j) * D + cq];
+      cb[0] = p.conv_b ? p.conv_b[cq] : 0.f, cb[1] = p.conv_b ? p.conv_b[ck] : 0.f;
+    } else if (tid < K + RC) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(2 * 4 + j) * D + (cv - 2 * D)];
+      cb[0] = p.conv_b ? p.conv_b[cv] : 0.f;
+    }
+  };
+  if constexpr (T::kConvWeightsBeforeWait)
+    load_conv_weights(h * K + tid, D + h * K + tid, 2 * D + h * K + rank * RC + (tid - K));
   // NOTES: the weights before the wait. The weights a thread reads after the staged-inputs
   // barrier — A_log[h], the dt_bias of its gate row, the norm weight of its epilogue column — are
   // loaded here where T::kEarlyWeights: at the gate and in the epilogue each was one more L2
   // round trip on the item's chain (the expf of A_log held 1.8% of append's stall samples).
-  // (With the conv taps here too, every q = 1 kernel spilled: the F_B slice is live then.)
+  // (The conv taps come here too in the q = 1 kernels without F_B, T::kConvWeightsBeforeWait; with
+  // F_B every q = 1 kernel spilled with them: the F_B slice is live then.)
   // The gate row: `grow` below (one thread per row at q = 1 without F_B, the staged logits'
   // row with early token inputs, NT being a multiple of K); the epilogue column: NT is a
   // multiple of RC. (`own_row` restates grow's rule here rather than moving grow up: moved, it
@@ -414,7 +446,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   if (SPLIT > 1 && tid == 0 && run)  // q partials from each of the SPLIT ranks
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &norm_full,
                                    uint32_t(q * SPLIT) * 4);
-  if (tid == 0 && run) {
+  // the first stages' state copies (thread 0): here, or where T::kFirstStagesAfterWindow once thread 0's
+  // first-wave loads have returned (the q = 1 first wave below)
+  auto issue_first_stages = [&] {
     const char* src = reinterpret_cast<const char*>(state_tile<StateT>(p.state, p.state_slot_stride, r.state_in, h)) +
                       int64_t(rank) * NCH * L.stage_bytes();
     const int first = stages < NCH ? stages : NCH;
@@ -423,6 +457,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
                                      uint32_t(L.stage_bytes()));
       state_g2s(s_state + c * L.stage_bytes(), src + c * L.stage_bytes(), &full[c]);
     }
+  };
+  if (tid == 0 && run) {
+    if constexpr (!T::kFirstStagesAfterWindow) issue_first_stages();
     if (npend > 0) {
       const float* corr = p.correction + int64_t(r.row) * p.correction_row + int64_t(h) * p.Qr * K;
       const float* kgp = p.key_gate + int64_t(r.row) * p.key_gate_row + int64_t(h) * p.Qr * 2 * K;
@@ -505,20 +542,6 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const int cq = h * K + tid, ck = D + cq;                      // tid < 128
   const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
   float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
-  // the conv taps and bias of the thread's channels (q / k: cw[0..3], cw[4..7], cb[0..1]; v: cw[0..3],
-  // cb[0]): loaded in the first wave where T::kEarlyConvWeights, else at the conv
-  float cw[8], cb[2];
-  auto load_conv_weights = [&] {
-    if (tid < K) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(0 * 4 + j) * D + cq], cw[4 + j] = p.conv_w[(1 * 4 + j) * D + cq];
-      cb[0] = p.conv_b ? p.conv_b[cq] : 0.f, cb[1] = p.conv_b ? p.conv_b[ck] : 0.f;
-    } else if (tid < K + RC) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(2 * 4 + j) * D + (cv - 2 * D)];
-      cb[0] = p.conv_b ? p.conv_b[cv] : 0.f;
-    }
-  };
   auto load_window = [&] {  // q ≥ 2 (q = 1: the first wave below)
     if (tid < K) {
       ChannelWindow(p, r.win_in, cq).load3(off, w0);
@@ -559,6 +582,22 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 #pragma unroll
       for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]);
       x0 = bf16_to_f32(xq), x1 = bf16_to_f32(xk);
+      if constexpr (T::kFirstStagesAfterWindow) {
+        // NOTES: the first stages after the window. Every CTA of the grid's first wave issues its
+        // first stages' state copies at the same moment (17 MB with two 16 KiB stages, four CTAs
+        // per SM), and each item's window loads, issued right after, queue behind them: the
+        // timeline put the first wave's prologue at 9–10.8 µs against 3 µs for one item alone.
+        // Here thread 0 issues the copies once its own window and x values are in registers, so
+        // the grid's window loads reach DRAM ahead of its state bytes. (fp32 gate mode 2, 3072
+        // items: first-wave prologue 9.0 → 3.4 µs, but the step no faster than with the conv taps
+        // early alone, so that kernel keeps the copies at the request; docs/data/ladder_s53/run1.)
+        // The asm makes the values' arrival the copies' dependency: fp32 windows need no
+        // conversion whose use would otherwise be the wait.
+        if (tid == 0) {
+          asm volatile("" ::"f"(w0[0]), "f"(w0[1]), "f"(w0[2]), "f"(w1[0]), "f"(x0), "f"(x1));
+          issue_first_stages();  // (run: pads have returned above)
+        }
+      }
       if (og_here) s_og[tid] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(og));
       if (gate_from_fb) s_fa[tid] = bf16_to_f32(fa);
       if (tid == 0) s_beta[0] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(bt));
@@ -600,7 +639,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         uint32_t ra[3], rk[3];
         a.raw3(off, ra);
         k.raw3(off, rk);
-        if constexpr (T::kEarlyConvWeights) load_conv_weights();
+        if constexpr (T::kEarlyConvWeights) load_conv_weights(cq, ck, cv);
         if (bt_here) bt = p.beta[(row_base + tid) * p.beta_row + h];
         if (ts_here) ts = int32_t(slot_at(p, b, tid - 32));
         for (int t0 = 0; t0 < q; t0 += WB) {
@@ -627,7 +666,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         const ChannelWindow a(p, r.win_in, cv);
         uint32_t ra[3];
         a.raw3(off, ra);
-        if constexpr (T::kEarlyConvWeights) load_conv_weights();
+        if constexpr (T::kEarlyConvWeights) load_conv_weights(cq, ck, cv);
         for (int t0 = 0; t0 < q; t0 += WB) {
           uint16_t xv[WB];
 #pragma unroll
