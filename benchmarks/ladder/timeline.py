@@ -76,6 +76,7 @@ def describe(path: str) -> None:
     # a later item's entry -> past its wait (its pre-wait work), and how soon an SM takes a slot again
     later = ~resident
     later[:first_step] = False
+    turnover = []  # per later item: the SM's last exit before its entry -> that item past its wait
     if later.any():
         ew = (wait - entry)[later]
         reuse = []
@@ -83,13 +84,21 @@ def describe(path: str) -> None:
             for sm in np.unique(t[i, :, 5]):
                 on = t[i, :, 5] == sm
                 exits = np.sort(end[i][on])
-                for e in entry[i][on & later[i]]:
+                for e, w in zip(entry[i][on & later[i]], wait[i][on & later[i]]):
                     prior = exits[exits <= e]
                     if prior.size:
                         reuse.append(e - prior[-1])
+                        turnover.append(w - prior[-1])
         print(
             f"  later items' entry -> past the wait p10/50/90  {q(ew)[0]:5.2f} {q(ew)[1]:5.2f} {q(ew)[2]:5.2f} µs"
             + (f"; slot taken again {np.median(reuse):.2f} µs after an exit (median)" if reuse else "")
+        )
+    if turnover:
+        # a slot between one item's exit and the next item past its wait holds no item's request
+        # and no state bytes in flight (its first copies follow the request)
+        print(
+            f"  turnover (an exit -> the SM's next item past its wait) p50/90 {q(turnover)[1]:5.2f}"
+            f" {q(turnover)[2]:5.2f} µs, {len(turnover) / max(steps - first_step, 1):.0f} a step"
         )
     # active items over the step (past the wait, not yet exited), in 0.25 µs bins, median over steps
     grid = np.arange(0.0, float(np.median(span)) + 0.25, 0.25)
@@ -111,6 +120,9 @@ def describe(path: str) -> None:
     peak = int(np.argmax(act))
     lost = (top - act) / max(top, 1) * 0.25
     print(f"  empty slots as µs of the full grid: fill {lost[:peak].sum():6.2f}, drain {lost[peak:].sum():6.2f}")
+    if turnover:
+        share = sum(turnover) / (len(range(first_step, steps)) * max(top, 1) * float(np.median(span)))
+        print(f"  turnovers as a share of the step's slot time (most active x span)  {100 * share:5.1f}%")
     print("  active items over the step (µs: count):")
     for i in range(0, len(grid), max(1, len(grid) // 24)):
         print(f"    {grid[i]:7.2f}: {act[i]:5.0f} {'#' * int(40 * act[i] / max(top, 1))}")

@@ -1,6 +1,7 @@
 """benchmarks/ladder/timeline.py (where a decode step's time goes across its grid) on a synthetic dump of a
-KDA_TIMELINE build: the handoff between steps, the items resident at the release and the drain come out as
-planted, and a dump with an item that wrote no timeline is refused."""
+KDA_TIMELINE build: the handoff between steps, the items resident at the release, the drain and the slots'
+turnover (an exit -> the SM's next item past its wait) come out as planted, and a dump with an item that wrote no
+timeline is refused."""
 
 import re
 
@@ -52,3 +53,38 @@ def test_name_must_carry_the_shape(tmp_path):
     p.write_bytes(b"\0" * 64)
     with pytest.raises(SystemExit, match=re.escape("_H<H>_B<B>.bin")):
         tool.describe(str(p))
+
+
+def _dump_turnover(tmp_path, steps=3, gap_ns=300, pre_wait_ns=500):
+    """One SM, two slots: items 0 and 1 resident at the release, items 2 and 3 each taking the slot
+    gap_ns after its predecessor's exit and passing its wait pre_wait_ns after its entry."""
+    H, B = 1, 4
+    out = np.zeros((steps, B, H, K), dtype=np.uint16)
+    t = 1_000_000_000
+    for s in range(steps):
+        rec = {}
+        rec[0] = [t - 100, t, t + 1000, t + 1100, t + 4000]
+        rec[1] = [t - 100, t, t + 1000, t + 1100, t + 5000]
+        for i, prev in ((2, 0), (3, 1)):
+            e = rec[prev][4] + gap_ns
+            rec[i] = [e, e + pre_wait_ns, e + pre_wait_ns + 1000, e + pre_wait_ns + 1100, e + pre_wait_ns + 4000]
+        for i in range(B):
+            out[s, i, 0, :24] = np.array(rec[i] + [0], dtype=np.uint64).view(np.uint16)
+        t = rec[3][4] + 420
+    p = tmp_path / f"g2_decode_f32_H{H}_B{B}.bin"
+    out.tofile(p)
+    return str(p)
+
+
+def test_planted_turnover(tmp_path, capsys):
+    tool = load_tree_script("benchmarks/ladder/timeline.py")
+    tool.describe(_dump_turnover(tmp_path))
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "turnover (an exit" in ln)
+    p50, p90 = (float(x) for x in line.split("p50/90")[1].split()[:2])
+    assert p50 == pytest.approx(0.8) and p90 == pytest.approx(0.8)
+    assert "2 a step" in line
+    assert "slot taken again 0.30 µs" in out
+    share = next(ln for ln in out.splitlines() if "turnovers as a share" in ln)
+    # two turnovers of 0.8 µs in two slots over a span of 0.3 + 0.5 + 4 + 5 = 9.8 µs
+    assert float(share.split()[-1].rstrip("%")) == pytest.approx(100 * 1.6 / (2 * 9.8), abs=0.1)

@@ -155,8 +155,7 @@ struct StepTraits {
   static constexpr bool kConvWeightsBeforeWait =
       Q_ == 1 && SPLIT_ == 1 && !GATE_FB_ && KINDS_ == cuda_config::kStoringStepKinds;
   static constexpr bool kEarlyConvWeights =
-      (kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4 || kSmallGridVerify)) ||
-      kConvWeightsBeforeWait;
+      kEarlyTokenInputs && SPLIT_ == 1 && (sizeof(StateT_) == 4 || Q_ <= 4 || kSmallGridVerify);
   /// NOTES: the first stages after the window, in the kernel. Where measured to win: the storing kinds' q = 1 Wide
   /// kernels of fp32 gate mode 0 (384 items 3.9% faster) and of bf16 (six CTAs, 6144 items: 3.7% faster together with
   /// kConvWeightsBeforeWait, 1.1% with that alone). The fp32 kernel without F_B runs 0.1–1.2% slower with it than
@@ -366,23 +365,22 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const bool gate_here = !share_gate || gt >= 0;
 
   // ---- before the PDL wait: barriers and weights only -----------------------------------
-  // the conv taps and bias of a thread's channels cq, ck (threads 0–127: q / k, cw[0..3], cw[4..7],
-  // cb[0..1]) or cv (threads 128…: its own v channel, cw[0..3], cb[0]): loaded here where
-  // T::kConvWeightsBeforeWait, else in the first wave where T::kEarlyConvWeights, else at the conv
-  float cw[8], cb[2];
-  auto load_conv_weights = [&](int cq, int ck, int cv) {
+  // the conv taps and bias of the thread's channels before the wait where T::kConvWeightsBeforeWait (q / k:
+  // cwe[0..3], cwe[4..7], cbe[0..1]; v: cwe[0..3], cbe[0]); the other kernels use cw, cb below
+  float cwe[8], cbe[2];
+  if constexpr (T::kConvWeightsBeforeWait) {
+    const int cq0 = h * K + tid, cv0 = 2 * D + h * K + rank * RC + (tid - K);
     if (tid < K) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(0 * 4 + j) * D + cq], cw[4 + j] = p.conv_w[(1 * 4 + j) * D + cq];
-      cb[0] = p.conv_b ? p.conv_b[cq] : 0.f, cb[1] = p.conv_b ? p.conv_b[ck] : 0.f;
+      for (int j = 0; j < 4; ++j)
+        cwe[j] = p.conv_w[(0 * 4 + j) * D + cq0], cwe[4 + j] = p.conv_w[(1 * 4 + j) * D + cq0];
+      cbe[0] = p.conv_b ? p.conv_b[cq0] : 0.f, cbe[1] = p.conv_b ? p.conv_b[D + cq0] : 0.f;
     } else if (tid < K + RC) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(2 * 4 + j) * D + (cv - 2 * D)];
-      cb[0] = p.conv_b ? p.conv_b[cv] : 0.f;
+      for (int j = 0; j < 4; ++j) cwe[j] = p.conv_w[(2 * 4 + j) * D + (cv0 - 2 * D)];
+      cbe[0] = p.conv_b ? p.conv_b[cv0] : 0.f;
     }
-  };
-  if constexpr (T::kConvWeightsBeforeWait)
-    load_conv_weights(h * K + tid, D + h * K + tid, 2 * D + h * K + rank * RC + (tid - K));
+  }
   // NOTES: the weights before the wait. The weights a thread reads after the staged-inputs
   // barrier — A_log[h], the dt_bias of its gate row, the norm weight of its epilogue column — are
   // loaded here where T::kEarlyWeights: at the gate and in the epilogue each was one more L2
@@ -542,6 +540,20 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const int cq = h * K + tid, ck = D + cq;                      // tid < 128
   const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
   float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
+  // the conv taps and bias of the thread's channels (q / k: cw[0..3], cw[4..7], cb[0..1]; v: cw[0..3],
+  // cb[0]): loaded in the first wave where T::kEarlyConvWeights, else at the conv
+  float cw[8], cb[2];
+  auto load_conv_weights = [&] {
+    if (tid < K) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(0 * 4 + j) * D + cq], cw[4 + j] = p.conv_w[(1 * 4 + j) * D + cq];
+      cb[0] = p.conv_b ? p.conv_b[cq] : 0.f, cb[1] = p.conv_b ? p.conv_b[ck] : 0.f;
+    } else if (tid < K + RC) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cw[j] = p.conv_w[(2 * 4 + j) * D + (cv - 2 * D)];
+      cb[0] = p.conv_b ? p.conv_b[cv] : 0.f;
+    }
+  };
   auto load_window = [&] {  // q ≥ 2 (q = 1: the first wave below)
     if (tid < K) {
       ChannelWindow(p, r.win_in, cq).load3(off, w0);
@@ -639,7 +651,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         uint32_t ra[3], rk[3];
         a.raw3(off, ra);
         k.raw3(off, rk);
-        if constexpr (T::kEarlyConvWeights) load_conv_weights(cq, ck, cv);
+        if constexpr (T::kEarlyConvWeights) load_conv_weights();
         if (bt_here) bt = p.beta[(row_base + tid) * p.beta_row + h];
         if (ts_here) ts = int32_t(slot_at(p, b, tid - 32));
         for (int t0 = 0; t0 < q; t0 += WB) {
@@ -666,7 +678,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
         const ChannelWindow a(p, r.win_in, cv);
         uint32_t ra[3];
         a.raw3(off, ra);
-        if constexpr (T::kEarlyConvWeights) load_conv_weights(cq, ck, cv);
+        if constexpr (T::kEarlyConvWeights) load_conv_weights();
         for (int t0 = 0; t0 < q; t0 += WB) {
           uint16_t xv[WB];
 #pragma unroll
@@ -796,7 +808,11 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   if constexpr (T::kQ != 1 && !T::kEarlyTokenInputs) load_window();
   if (tid < K) {
     float wq[4], wk[4], bq, bk;
-    if constexpr (T::kEarlyConvWeights) {
+    if constexpr (T::kConvWeightsBeforeWait) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) wq[j] = cwe[j], wk[j] = cwe[4 + j];
+      bq = cbe[0], bk = cbe[1];
+    } else if constexpr (T::kEarlyConvWeights) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) wq[j] = cw[j], wk[j] = cw[4 + j];
       bq = cb[0], bk = cb[1];
@@ -855,7 +871,11 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     }
   } else if (tid < K + RC) {
     float w[4], bias;
-    if constexpr (T::kEarlyConvWeights) {
+    if constexpr (T::kConvWeightsBeforeWait) {
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) w[jj] = cwe[jj];
+      bias = cbe[0];
+    } else if constexpr (T::kEarlyConvWeights) {
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj) w[jj] = cw[jj];
       bias = cb[0];
