@@ -12,21 +12,28 @@ from harness import load_tree_script
 K = 128
 
 
-def _dump(tmp_path, H=2, B=3, steps=4, handoff_ns=420, zero_item=False):
-    """steps x B x H items, every item resident at its step's release, exits 5000 + 100·i ns after it."""
-    out = np.zeros((steps, B, H, K), dtype=np.uint16)
-    t = 1_000_000_000
-    for s in range(steps):
-        for i in range(B * H):
-            b, h = divmod(i, H)
-            rec = np.array([t - 100, t, t + 3000, t + 3100, t + 5000 + 100 * i, i % 2], dtype=np.uint64)
-            out[s, b, h, :24] = rec.view(np.uint16)
-        t += 5000 + 100 * (B * H - 1) + handoff_ns
-    if zero_item:
-        out[1, 0, 1, :24] = 0
+def _write(tmp_path, H, B, recs):
+    """recs [steps, B·H, 6] (entry, wait, rows, first chunk, exit in ns; SM) into the first 48 bytes of each item's
+    output row of a dump named as kda_bench --dump-out names it."""
+    steps = recs.shape[0]
+    out = np.zeros((steps, B * H, K), dtype=np.uint16)
+    out[:, :, :24] = np.ascontiguousarray(recs, dtype=np.uint64).view(np.uint16)
     p = tmp_path / f"g2_decode_f32_H{H}_B{B}.bin"
     out.tofile(p)
     return str(p)
+
+
+def _dump(tmp_path, H=2, B=3, steps=4, handoff_ns=420, zero_item=False):
+    """steps x B x H items, every item resident at its step's release, exits 5000 + 100·i ns after it."""
+    recs = np.zeros((steps, B * H, 6), dtype=np.uint64)
+    t = 1_000_000_000
+    for s in range(steps):
+        for i in range(B * H):
+            recs[s, i] = [t - 100, t, t + 3000, t + 3100, t + 5000 + 100 * i, i % 2]
+        t += 5000 + 100 * (B * H - 1) + handoff_ns
+    if zero_item:
+        recs[1, 1] = 0
+    return _write(tmp_path, H, B, recs)
 
 
 def test_planted_handoff_and_drain(tmp_path, capsys):
@@ -58,22 +65,16 @@ def test_name_must_carry_the_shape(tmp_path):
 def _dump_turnover(tmp_path, steps=3, gap_ns=300, pre_wait_ns=500):
     """One SM, two slots: items 0 and 1 resident at the release, items 2 and 3 each taking the slot
     gap_ns after its predecessor's exit and passing its wait pre_wait_ns after its entry."""
-    H, B = 1, 4
-    out = np.zeros((steps, B, H, K), dtype=np.uint16)
+    recs = np.zeros((steps, 4, 6), dtype=np.uint64)
     t = 1_000_000_000
     for s in range(steps):
-        rec = {}
-        rec[0] = [t - 100, t, t + 1000, t + 1100, t + 4000]
-        rec[1] = [t - 100, t, t + 1000, t + 1100, t + 5000]
+        recs[s, 0] = [t - 100, t, t + 1000, t + 1100, t + 4000, 0]
+        recs[s, 1] = [t - 100, t, t + 1000, t + 1100, t + 5000, 0]
         for i, prev in ((2, 0), (3, 1)):
-            e = rec[prev][4] + gap_ns
-            rec[i] = [e, e + pre_wait_ns, e + pre_wait_ns + 1000, e + pre_wait_ns + 1100, e + pre_wait_ns + 4000]
-        for i in range(B):
-            out[s, i, 0, :24] = np.array(rec[i] + [0], dtype=np.uint64).view(np.uint16)
-        t = rec[3][4] + 420
-    p = tmp_path / f"g2_decode_f32_H{H}_B{B}.bin"
-    out.tofile(p)
-    return str(p)
+            e = int(recs[s, prev, 4]) + gap_ns
+            recs[s, i] = [e, e + pre_wait_ns, e + pre_wait_ns + 1000, e + pre_wait_ns + 1100, e + pre_wait_ns + 4000, 0]
+        t = int(recs[s, 3, 4]) + 420
+    return _write(tmp_path, 1, 4, recs)
 
 
 def test_planted_turnover(tmp_path, capsys):

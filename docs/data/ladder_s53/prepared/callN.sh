@@ -10,15 +10,7 @@ set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 mkdir -p /tmp/b && tar xJf .gpuN/binN.tar.xz -C /tmp/b
 D=docs/data/ladder_s53/prepared
-n=$(wc -l < $D/LADDER_N1.txt)
-mkdir -p /tmp/all
-for pass in 1 2; do
-  BIN=/tmp/b/bin OUT=/tmp/o$pass STAGES=ladder LADDER="$(paste -sd';' $D/LADDER_N$pass.txt)" scripts/gpu_run.sh 2>&1 | tail -1
-  mkdir -p /tmp/t$pass && tar xzf /tmp/o$pass/logs.tgz -C /tmp/t$pass
-  for f in /tmp/t$pass/ladder_*.csv; do b=$(basename "$f" .csv); i=${b##*_}; cp "$f" "/tmp/all/${b%_*}_$((i + (pass - 1) * n)).csv"; done
-  tar czf "$OUT/ladder.tgz" -C /tmp/all .
-  python3 benchmarks/ladder/summarize.py /tmp/all/ladder_*.csv > "$OUT/ladder_summary.txt" 2>&1
-done
+BIN=/tmp/b/bin benchmarks/ladder/ladder_passes.sh $D/LADDER_N1.txt $D/LADDER_N2.txt
 F='CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.Fp32AppendSixCtasPerSmWide:CudaVsCpu.DecodeThreeStateStagesOnASpreadGrid:CudaVsCpu.AppendThenFlushEqualsDecodePerVariant:CudaVsCpu.BitwiseDeterministicPerVariant:CudaVsCpu.GraphCaptureAndReplay:CudaVsCpu.SharedGateStepsAfterASlowProducer'
 timeout 100 /tmp/b/bin/kda_cuda_tests_ew --gtest_brief=1 --gtest_filter="$F" > "$OUT/tests_ew.txt" 2>&1; echo "kda_cuda_tests_ew rc=$?"; tail -3 "$OUT/tests_ew.txt"
 export PYTHONDONTWRITEBYTECODE=1

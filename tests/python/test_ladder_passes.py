@@ -1,0 +1,64 @@
+"""benchmarks/ladder/ladder_passes.sh (a ladder run in passes through scripts/gpu_run.sh's ladder stage) with stub
+binaries: every pass's runs land in one folder numbered on after the previous pass's, none overwritten, and the
+summary takes each rung's median over the passes."""
+
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+from harness import TREE
+
+HEADER = (
+    "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,vs_peer,"
+    "gate_plan"
+)
+
+STUB = """#!/usr/bin/env bash
+# a kda_bench stand-in: one decode row whose time is the next of US (one value per call, in order)
+csv=""
+while [[ $# -gt 0 ]]; do [[ $1 == --csv ]] && csv=$2; shift; done
+n=$(cat "$0.calls" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.calls"
+read -ra us <<< "$US"
+printf '%s\\ndecode,1,12,8,auto,wide,1,f32,2,sd,0,%s,5.0,1.0,1,1,,,2\\n' "{header}" "${{us[$n]}}" > "$csv"
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_two_passes_numbered_on_and_summarized(tmp_path):
+    script = os.path.join(TREE, "benchmarks/ladder/ladder_passes.sh")
+    if not os.path.exists(script):
+        pytest.skip("benchmarks/ladder/ladder_passes.sh is not in this tree")
+    bin_dir, out = tmp_path / "bin", tmp_path / "out"
+    bin_dir.mkdir()
+    out.mkdir()
+    times = {"a": "10.0 20.0", "b": "12.0 14.0"}
+    for name, us in times.items():
+        p = bin_dir / f"kda_bench_{name}"
+        p.write_text(STUB.format(header=HEADER).replace('"$US"', f'"{us}"'))
+        p.chmod(0o755)
+    (tmp_path / "L1.txt").write_text("a --H 12\nb --H 12\n")
+    (tmp_path / "L2.txt").write_text("b --H 12\na --H 12\n")
+    env = dict(os.environ, BIN=str(bin_dir), OUT=str(out))
+    subprocess.run(
+        ["bash", script, str(tmp_path / "L1.txt"), str(tmp_path / "L2.txt")], env=env, check=True, capture_output=True
+    )
+    with tarfile.open(out / "ladder.tgz") as tf:
+        names = sorted(os.path.basename(n) for n in tf.getnames() if n.endswith(".csv"))
+        rows = {
+            os.path.basename(m.name): tf.extractfile(m).read().decode().splitlines()[1].split(",")[11]
+            for m in tf.getmembers()
+            if m.name.endswith(".csv")
+        }
+    # pass 2's runs follow pass 1's two: a_0, b_1 then b_2, a_3
+    assert names == ["ladder_a_0.csv", "ladder_a_3.csv", "ladder_b_1.csv", "ladder_b_2.csv"]
+    assert rows == {
+        "ladder_a_0.csv": "10.0",
+        "ladder_b_1.csv": "12.0",
+        "ladder_b_2.csv": "14.0",
+        "ladder_a_3.csv": "20.0",
+    }
+    summary = (out / "ladder_summary.txt").read_text()
+    row = next(ln for ln in summary.splitlines() if ln.startswith("decode"))
+    assert row.split()[8:10] == ["15.00", "13.00"]  # a, b: medians of their two runs
