@@ -151,7 +151,7 @@ struct StepTraits {
   /// bf16 form) load the conv taps and bias before the PDL wait (they are weights, SPEC §7), not at the conv after
   /// the staged-inputs barrier: the conv's FFMAs held 7.8% of the stall samples waiting on them (gate mode 2, H = 96,
   /// B = 32). H200, fp32 gate mode 2: 1.2–4.1% faster at 768–3072 items, 0.6% at 6144; bf16 `auto` at 6144 items 1.1%
-  /// (docs/data/ladder_s53/run1, rung cw2). No new spills. (With F_B the slice is live then: those kernels spill.)
+  /// (ladder_s53/run1, rung cw2); H100: 2.0–2.2% slower at 384 items, 0.3–2% faster from 768 (run2). No new spills.
   static constexpr bool kConvWeightsBeforeWait =
       Q_ == 1 && SPLIT_ == 1 && !GATE_FB_ && KINDS_ == cuda_config::kStoringStepKinds;
   static constexpr bool kEarlyConvWeights =
@@ -365,8 +365,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const bool gate_here = !share_gate || gt >= 0;
 
   // ---- before the PDL wait: barriers and weights only -----------------------------------
-  // the conv taps and bias of the thread's channels before the wait where T::kConvWeightsBeforeWait (q / k:
-  // cwe[0..3], cwe[4..7], cbe[0..1]; v: cwe[0..3], cbe[0]); the other kernels use cw, cb below
+  // the conv taps and bias before the wait where T::kConvWeightsBeforeWait (q / k: cwe[0..3], cwe[4..7], cbe[0..1];
+  // v: cwe[0..3], cbe[0]); not load_conv_weights' cw, cb below: shared, they moved verify kernels' register choices
   float cwe[8], cbe[2];
   if constexpr (T::kConvWeightsBeforeWait) {
     const int cq0 = h * K + tid, cv0 = 2 * D + h * K + rank * RC + (tid - K);
