@@ -11,6 +11,7 @@ shopt -s nullglob
 cd "$(dirname "$0")/../.."
 : "${BIN:?BIN: the folder of the ladder binaries}" "${OUT:?OUT: where ladder.tgz and ladder_summary.txt go}"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/all"
 offset=0 pass=0
 for file in "$@"; do

@@ -98,7 +98,7 @@ def describe(path: str) -> None:
         # and no state bytes in flight (its first copies follow the request)
         print(
             f"  turnover (an exit -> the SM's next item past its wait) p50/90 {q(turnover)[1]:5.2f}"
-            f" {q(turnover)[2]:5.2f} µs, {len(turnover) / max(steps - first_step, 1):.0f} a step"
+            f" {q(turnover)[2]:5.2f} µs, {len(turnover) / (steps - first_step):.0f} a step"
         )
     # active items over the step (past the wait, not yet exited), in 0.25 µs bins, median over steps
     grid = np.arange(0.0, float(np.median(span)) + 0.25, 0.25)
@@ -121,7 +121,7 @@ def describe(path: str) -> None:
     lost = (top - act) / max(top, 1) * 0.25
     print(f"  empty slots as µs of the full grid: fill {lost[:peak].sum():6.2f}, drain {lost[peak:].sum():6.2f}")
     if turnover:
-        share = sum(turnover) / (len(range(first_step, steps)) * max(top, 1) * float(np.median(span)))
+        share = sum(turnover) / ((steps - first_step) * max(top, 1) * float(np.median(span)))
         print(f"  turnovers as a share of the step's slot time (most active x span)  {100 * share:5.1f}%")
     print("  active items over the step (µs: count):")
     for i in range(0, len(grid), max(1, len(grid) // 24)):
