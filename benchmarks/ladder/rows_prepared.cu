@@ -47,6 +47,11 @@
 //          every row, k | g) and bf16(o) written (no RMSNorm, as rows/q4). C CTAs per SM: 5 (one
 //          stage), 4 (two), 2 (every chunk in flight). Checked against the CPU reference
 //   fmove/q4 the same bytes without the arithmetic (two CTAs per SM, every chunk in flight)
+//   rowsio `rows` at the decode step's own bytes (timing only): the window columns read and written in place,
+//          the q / k / v inputs, out gate, raw gate (gate mode 2) and β read, the output written, by the step's
+//          first wave, with no prepared vectors and a prologue free of the conv taps, SiLU, l2 norms and gate
+//          function; `rows` reads 2 KiB of prepared vectors per item where the step moves 6 KiB of these
+//   moveio the same bytes with `move`'s row loop
 //   rows16, move16 `rows` and `move` with bf16 state (issue "Decode faster …": bf16 at <= 1.15 x
 //          its floor from 6144 items): 8 KiB chunks, the rows kept in fp32 while the item runs and
 //          stored rounded (SPEC §9), six CTAs per SM with two stages (the step's bf16 q = 1
@@ -56,7 +61,8 @@
 // `--append` runs only the append rungs (Qr = 8 and 16) after their checks; `--fused` only the
 // fused rungs; `--bf16` only the bf16 rungs.
 //
-// `--floors` times only the data-movement rungs (move, empty, move/S, flat) and rows/S, rowsa/S,
+// `--io` times only move, rows, moveio and rowsio after the checks (the decode bounds at the step's own bytes).
+// `--floors` times only the data-movement rungs (move, moveio, rowsio, empty, move/S, flat) and rows/S, rowsa/S,
 // movec/S, rows-/S after the checks:
 // the ladder over the decode grid that says which decode targets any structure can reach,
 // e.g. LADDER="rows_prepared 48 8 --floors; rows_prepared 96 8 --floors; …".
@@ -393,6 +399,99 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
       const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
       a.out[int64_t(b) * a.H * K + h * K + tid] = kda::f32_to_bf16(s_o[tid] * rn * nw * og);
     }
+  }
+}
+
+/// `rowsio` / `moveio` (see the top): the decode step's bytes exactly — besides the state, each item's
+/// window columns read and written in place (SD: [slots, 3D, 3] bf16), its q / k / v inputs, out gate,
+/// raw gate (gate mode 2) and β read, its output written — with the step's first wave (each thread its
+/// channels' loads, issued together after the slot), the row loop of `rows` (kMath) or of `move`, and a
+/// prologue reduced to what carries the loaded values into the rows without the conv taps, SiLU, l2
+/// norms or gate function: y = w0 + w1 + w2 + x per channel, k = 0.08·y_k, q = 0.008·y_q, e = 1 − 2^-7·|z|,
+/// v = y_v, β from its logit's bits, k·q taken as 0 (timing only: the row loop's arithmetic is the
+/// step's, its values are not checked). What a step with the decode's bytes and a free prologue takes.
+struct ArgsIO {
+  float* state;          // [slots, H, V, K]
+  const int32_t* slots;  // [B] of this step
+  const uint16_t* qkv;   // [B, 3D] bf16
+  const uint16_t* og;    // [B, D] bf16
+  const uint16_t* gate;  // [B, D] bf16 (the raw gate, gate mode 2)
+  const uint16_t* beta;  // [B, H] bf16
+  uint16_t* conv;        // [slots, 3D, 3] bf16 (SD windows)
+  const float* norm_w;   // [K]
+  uint16_t* out;         // [B, D] bf16
+  int H;
+};
+
+template <bool kMath>
+__global__ void __launch_bounds__(kThreads, 4) rows_io_kernel(const __grid_constant__ ArgsIO a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint64_t full[kStages], prep_bar;
+  __shared__ float s_o[K], s_vec[4 * K + 2];  // k | q | e | v, β
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int item = blockIdx.x, b = item / a.H, h = item % a.H, D = a.H * K;
+  unsigned char* s_state = smem;
+  begin_rows<kStages>(full, &prep_bar);
+  const int slot = a.slots[b];
+  float* tile = a.state + (int64_t(slot) * a.H + h) * kTile;
+  if (tid == 0) first_chunks<kStages>(s_state, full, tile);
+  // the first wave: threads 0–127 the q and k channel of their index, 128–255 the v channel, the raw
+  // gate and the out gate of row tid − 128; thread 0 β too
+  const int c = tid & (K - 1);
+  const int ch0 = tid < K ? h * K + c : 2 * D + h * K + c, ch1 = D + h * K + c;
+  uint16_t* w0p = a.conv + (int64_t(slot) * 3 * D + ch0) * 3;
+  uint16_t* w1p = a.conv + (int64_t(slot) * 3 * D + ch1) * 3;
+  const uint16_t* xr = a.qkv + int64_t(b) * 3 * D;
+  uint16_t w0[3], w1[3] = {0, 0, 0};
+  for (int j = 0; j < 3; ++j) w0[j] = w0p[j];
+  if (tid < K)
+    for (int j = 0; j < 3; ++j) w1[j] = w1p[j];
+  const uint16_t x0 = xr[ch0], x1 = tid < K ? xr[ch1] : uint16_t(0);
+  const uint16_t zg = tid >= K ? a.gate[int64_t(b) * D + h * K + c] : uint16_t(0);
+  const uint16_t ogr = tid >= K ? a.og[int64_t(b) * D + h * K + c] : uint16_t(0);
+  const uint16_t bt = tid == 0 ? a.beta[int64_t(b) * a.H + h] : uint16_t(0);
+  const float nw = tid >= K ? a.norm_w[c] : 0.f;
+  const float y0 =
+      ((kda::bf16_to_f32(w0[0]) + kda::bf16_to_f32(w0[1])) + kda::bf16_to_f32(w0[2])) + kda::bf16_to_f32(x0);
+  const float y1 =
+      ((kda::bf16_to_f32(w1[0]) + kda::bf16_to_f32(w1[1])) + kda::bf16_to_f32(w1[2])) + kda::bf16_to_f32(x1);
+  if (tid < K) {
+    s_vec[K + c] = 0.008f * y0;  // q
+    s_vec[c] = 0.08f * y1;       // k
+  } else {
+    s_vec[3 * K + c] = y0;  // v
+    s_vec[2 * K + c] = 1.f - 0.0078125f * fabsf(kda::bf16_to_f32(zg));
+  }
+  if (tid == 0) s_vec[4 * K] = 0.25f + 0.5f * (kda::bf16_to_f32(bt) > 0.f);
+  // the window's new columns: the two newest old ones and x
+  w0p[0] = w0[1], w0p[1] = w0[2], w0p[2] = x0;
+  if (tid < K) w1p[0] = w1[1], w1p[1] = w1[2], w1p[2] = x1;
+  __syncthreads();  // the vectors staged
+  const float4 k4 = *reinterpret_cast<const float4*>(s_vec + 0 * K + lane * 4);
+  const float4 q4 = *reinterpret_cast<const float4*>(s_vec + 1 * K + lane * 4);
+  const float4 e4 = *reinterpret_cast<const float4*>(s_vec + 2 * K + lane * 4);
+  const float beta = s_vec[4 * K];
+  row_chunks(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
+    if (kMath) {
+      float u, o;
+      kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, 0.f, s_vec + 3 * K + crow, lane, u, o);
+      if (writer && lane >= 16) s_o[crow + urow - kRPW] = o;
+    } else {
+#pragma unroll
+      for (int i = 0; i < kRPW; ++i) S[i].x *= 0.999f, S[i].y *= 0.999f, S[i].z *= 0.999f, S[i].w *= 0.999f;
+      if (lane == 0) s_o[crow] = S[0].x;
+    }
+    kda::cuda::store_tile<float, kRPW>(tile + crow * K + lane * 4, S);
+  });
+  __syncthreads();  // s_o complete
+  if (tid >= K) {   // the gated RMSNorm of the item's output (warps 4–7 hold the out gate)
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < K; j += 32) ss = fmaf(s_o[j + lane], s_o[j + lane], ss);
+    ss = kda::cuda::warp_sum(ss);
+    const float g = kda::sigmoidf_(kda::bf16_to_f32(ogr));
+    const float rn = 1.0f / sqrtf(ss / float(K) + kEps);
+    a.out[int64_t(b) * D + h * K + c] = kda::f32_to_bf16(s_o[c] * rn * nw * g);
   }
 }
 
@@ -1242,6 +1341,7 @@ int main(int argc, char** argv) {
   bool append = false;  // --append: the append rungs only
   bool fused = false;   // --fused: the fused rungs only
   bool bf16 = false;    // --bf16: the bf16 rungs only
+  bool io = false;      // --io: move, rows, moveio, rowsio only
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv") {
@@ -1252,6 +1352,7 @@ int main(int argc, char** argv) {
                  : arg == "--append" ? &append
                  : arg == "--fused"  ? &fused
                  : arg == "--bf16"   ? &bf16
+                 : arg == "--io"     ? &io
                                      : nullptr;
     if (flag)
       *flag = true;
@@ -1494,7 +1595,7 @@ int main(int argc, char** argv) {
   const double prep_bytes = double(items) * (2.0 * 3 * K * 3 * 2 + 3 * K * 2 + 2 + kPrepBytes) + double(B) * K * 2 +
                             double(H) * ((B + kRB - 1) / kRB) * K * K * 2;
   const char* names[] = {"move", "rows", "prep", "split"};
-  for (int r = 0; r < (floors ? 1 : 4); ++r) {
+  for (int r = 0; r < (floors ? 1 : io ? 2 : 4); ++r) {
     const bool math = r == 1 || r == 3, with_prep = r >= 2, with_rows = r != 2;
     const double bytes = r == 0   ? double(items) * 2.0 * kTile * 4
                          : r == 1 ? row_bytes
@@ -1505,6 +1606,39 @@ int main(int argc, char** argv) {
       if (with_rows)
         launch_pdl(math ? rows_kernel<true> : rows_kernel<false>, dim3(unsigned(items)), kThreads, kSmem, st, args(i));
     });
+  }
+  // ---- rowsio / moveio: the decode step's exact bytes with a free prologue (timing only) --------
+  {
+    std::vector<uint16_t> gate_h(size_t(N) * B * D);
+    for (auto& x : gate_h) x = kda::f32_to_bf16(n01(rng));
+    auto* gate = static_cast<uint16_t*>(put(gate_h));
+    const int smem_io = kStages * kStageBytes;
+    CK(cudaFuncSetAttribute(rows_io_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
+    CK(cudaFuncSetAttribute(rows_io_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
+    auto io_args = [&](int i) {
+      return ArgsIO{state,
+                    slots + size_t(i) * B,
+                    qkv + size_t(i) * B * 3 * D,
+                    og + size_t(i) * B * D,
+                    gate + size_t(i) * B * D,
+                    beta_d + size_t(i) * B * H,
+                    conv,
+                    nw,
+                    out + size_t(i) * B * D,
+                    H};
+    };
+    // gate mode 2's bytes (kda_bench's floor there): the raw gate per request, no F_B
+    const double io_bytes = step_bytes - double(B) * K * 2 - double(H) * K * K * 2 + double(B) * D * 2;
+    for (int m = 0; m < 2; ++m)
+      rung(m == 0 ? "moveio" : "rowsio", io_bytes, [&](int i) {
+        launch_pdl(m == 0 ? rows_io_kernel<false> : rows_io_kernel<true>, dim3(unsigned(items)), kThreads,
+                   size_t(smem_io), st, io_args(i));
+      });
+    CK(cudaFree(gate));
+  }
+  if (io) {
+    if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);
+    return failed ? 1 : 0;
   }
   // ---- rows/q4: the record step's row loop alone (timing only) --------------------------------
   if (!floors) {

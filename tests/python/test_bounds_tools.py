@@ -98,6 +98,19 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
             "rows     32.00        25.00    1.280     78.0%        1.240",
             "rowsa/4  31.60        25.00    1.264     79.0%        1.225",
             "move/8   26.50        25.00    1.060     94.0%        1.030",
+            "moveio   28.00        25.80    1.085     92.0%        1.085",
+        ],
+    )
+    # decode at 1536 items: `rows` within reach, `rowsio` (the step's own bytes) not
+    _rows_prepared(
+        tmp_path,
+        "ladder_rows_prepared_3.txt",
+        12,
+        128,
+        [
+            "rung   us/step     floor us        x     %ceil x step floor",
+            "rows     55.90        48.70    1.148     87.1%        1.117",
+            "rowsio   57.10        50.04    1.141     87.6%        1.141",
         ],
     )
     _csv(
@@ -107,6 +120,7 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
             ("decode", "f32", "auto", 96, 256, 0, 860.0, 800.0, 900.0, "wide", 1, 1),
             ("decode", "f32", "2", 96, 256, 0, 855.0, 798.0, 900.0, "wide", 1, 2),
             ("decode", "f32", "2", 96, 8, 0, 31.6, 25.0, 34.94, "wide", 1, 2),
+            ("decode", "f32", "2", 12, 128, 0, 58.35, 50.04, 62.59, "wide", 1, 2),
         ],
     )
     rc = tool.main(str(tmp_path))
@@ -129,6 +143,14 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
         "decode mode 2 <= 1.05 x floor 96 256"
     )
     assert "OUT OF REACH" in line("decode mode 2 <= 0.90 x vLLM 96 8")  # 31.60 > 31.45
+    # moveio moves the step's bytes but is no step: no own-bytes line at 768 items
+    assert not any(x.startswith("decode mode 2 <= 0.90 x vLLM, own bytes 96 8") for x in lines)
+    # 1536 items: rows (fewer bytes) 55.90 < 56.33, rowsio (the step's bytes) 57.10 > 56.33
+    assert "rows" in line("decode mode 2 <= 0.90 x vLLM 12 128") and "0.43 us left" in line(
+        "decode mode 2 <= 0.90 x vLLM 12 128"
+    )
+    own = line("decode mode 2 <= 0.90 x vLLM, own bytes 12 128")
+    assert "rowsio" in own and "OUT OF REACH" in own
 
 
 def test_bounds_verdict_takes_the_median_of_repeated_runs(tmp_path, capsys):
