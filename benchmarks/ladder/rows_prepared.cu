@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
 }
 
 /// `rowsio` / `moveio` (see the top): the decode step's bytes exactly — besides the state, each item's
-/// window columns read and written in place (SD: [slots, 3D, 3] bf16), its q / k / v inputs, out gate,
+/// window columns read and written in place (SD: [slots, 3, 3D] bf16), its q / k / v inputs, out gate,
 /// raw gate (gate mode 2) and β read, its output written — with the step's first wave (each thread its
 /// channels' loads, issued together after the slot), the row loop of `rows` (kMath) or of `move`, and a
 /// prologue reduced to what carries the loaded values into the rows without the conv taps, SiLU, l2
@@ -417,7 +417,7 @@ struct ArgsIO {
   const uint16_t* og;    // [B, D] bf16
   const uint16_t* gate;  // [B, D] bf16 (the raw gate, gate mode 2)
   const uint16_t* beta;  // [B, H] bf16
-  uint16_t* conv;        // [slots, 3D, 3] bf16 (SD windows)
+  uint16_t* conv;        // [slots, 3, 3D] bf16 (SD windows; the pool's window buffer read this way)
   const float* norm_w;   // [K]
   uint16_t* out;         // [B, D] bf16
   int H;
@@ -427,7 +427,8 @@ template <bool kMath>
 __global__ void __launch_bounds__(kThreads, 4) rows_io_kernel(const __grid_constant__ ArgsIO a) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[kStages], prep_bar;
-  __shared__ float s_o[K], s_vec[4 * K + 2];  // k | q | e | v, β
+  __shared__ float s_o[K];
+  __shared__ __align__(16) float s_vec[4 * K + 4];  // k | q | e | v, β (float4 reads)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int item = blockIdx.x, b = item / a.H, h = item % a.H, D = a.H * K;
   unsigned char* s_state = smem;
@@ -439,13 +440,16 @@ __global__ void __launch_bounds__(kThreads, 4) rows_io_kernel(const __grid_const
   // gate and the out gate of row tid − 128; thread 0 β too
   const int c = tid & (K - 1);
   const int ch0 = tid < K ? h * K + c : 2 * D + h * K + c, ch1 = D + h * K + c;
-  uint16_t* w0p = a.conv + (int64_t(slot) * 3 * D + ch0) * 3;
-  uint16_t* w1p = a.conv + (int64_t(slot) * 3 * D + ch1) * 3;
+  // SD windows (kda_bench's `--layout sd`, vLLM's): column j of channel ch at conv[slot][j][ch], so a warp's
+  // access of one column is 32 contiguous channels
+  const int64_t cs = 3 * int64_t(D);
+  uint16_t* w0p = a.conv + int64_t(slot) * 3 * cs + ch0;
+  uint16_t* w1p = a.conv + int64_t(slot) * 3 * cs + ch1;
   const uint16_t* xr = a.qkv + int64_t(b) * 3 * D;
   uint16_t w0[3], w1[3] = {0, 0, 0};
-  for (int j = 0; j < 3; ++j) w0[j] = w0p[j];
+  for (int j = 0; j < 3; ++j) w0[j] = w0p[j * cs];
   if (tid < K)
-    for (int j = 0; j < 3; ++j) w1[j] = w1p[j];
+    for (int j = 0; j < 3; ++j) w1[j] = w1p[j * cs];
   const uint16_t x0 = xr[ch0], x1 = tid < K ? xr[ch1] : uint16_t(0);
   const uint16_t zg = tid >= K ? a.gate[int64_t(b) * D + h * K + c] : uint16_t(0);
   const uint16_t ogr = tid >= K ? a.og[int64_t(b) * D + h * K + c] : uint16_t(0);
@@ -464,8 +468,8 @@ __global__ void __launch_bounds__(kThreads, 4) rows_io_kernel(const __grid_const
   }
   if (tid == 0) s_vec[4 * K] = 0.25f + 0.5f * (kda::bf16_to_f32(bt) > 0.f);
   // the window's new columns: the two newest old ones and x
-  w0p[0] = w0[1], w0p[1] = w0[2], w0p[2] = x0;
-  if (tid < K) w1p[0] = w1[1], w1p[1] = w1[2], w1p[2] = x1;
+  w0p[0] = w0[1], w0p[cs] = w0[2], w0p[2 * cs] = x0;
+  if (tid < K) w1p[0] = w1[1], w1p[cs] = w1[2], w1p[2 * cs] = x1;
   __syncthreads();  // the vectors staged
   const float4 k4 = *reinterpret_cast<const float4*>(s_vec + 0 * K + lane * 4);
   const float4 q4 = *reinterpret_cast<const float4*>(s_vec + 1 * K + lane * 4);
