@@ -13,7 +13,7 @@
 //          reference on a sample of items
 //   prep   the other half: one CTA per (head, 16 requests) reads F_B[h] once into shared
 //          memory for its 16 requests' gates (CUDA cores), runs the q/k/v conv from the
-//          windows (SD, bf16) and writes the new window columns, the l2 norms, β, and the
+//          windows (DS, bf16) and writes the new window columns, the l2 norms, β, and the
 //          prepared vectors; checked against a CPU reference on a sample of items
 //   split  prep then rows in each step of the graph: the split decode step
 //   rows/q4 the row loop of a record step of 4 tokens with prepared vectors (timing only)
@@ -115,7 +115,7 @@ struct PrepArgs {
   const uint16_t* f_a;   // [B, 128] bf16
   const uint16_t* beta;  // [B, H] bf16
   const int32_t* slots;  // [B]
-  uint16_t* conv;        // [slots, 3D, 3] bf16 (SD windows)
+  uint16_t* conv;        // [slots, 3D, 3] bf16 (DS windows, conv_dim_first)
   const float* conv_w;   // [3, 4, D] fp32 (the library's derived layout)
   const uint16_t* f_b;   // [D, 128] bf16
   const float* A_log;    // [H]
