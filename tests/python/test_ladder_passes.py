@@ -62,3 +62,55 @@ def test_two_passes_numbered_on_and_summarized(tmp_path):
     summary = (out / "ladder_summary.txt").read_text()
     row = next(ln for ln in summary.splitlines() if ln.startswith("decode"))
     assert row.split()[8:10] == ["15.00", "13.00"]  # a, b: medians of their two runs
+
+
+RP_STUB = """#!/usr/bin/env bash
+# a rows_prepared stand-in: its table for H = 12, B = 128, the rows rung's time the next of US
+n=$(cat "$0.calls" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.calls"
+read -ra us <<< "$US"
+echo "# rows_prepared: H = 12, B = 128, 4 steps per graph, pool 513 slots (0.4 GB)"
+echo "rung   us/step     floor us        x     %ceil x step floor"
+echo "rows   ${us[$n]}        48.70    1.148     87.1%        1.117"
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_rows_prepared_tables_numbered_on_and_judged_over_the_passes(tmp_path):
+    script = os.path.join(TREE, "benchmarks/ladder/ladder_passes.sh")
+    if not os.path.exists(script):
+        pytest.skip("benchmarks/ladder/ladder_passes.sh is not in this tree")
+    bin_dir, out = tmp_path / "bin", tmp_path / "out"
+    bin_dir.mkdir()
+    out.mkdir()
+    rp = bin_dir / "rows_prepared"
+    rp.write_text(RP_STUB.replace('"$US"', '"57.00 55.90"'))  # pass 1 above the target, pass 2 below
+    rp.chmod(0o755)
+    kb = bin_dir / "kda_bench"
+    kb.write_text(
+        STUB.format(header=HEADER)
+        .replace('"$US"', '"58.40 58.30"')
+        .replace(
+            "decode,1,12,8,auto,wide,1,f32,2,sd,0,%s,5.0,1.0,1,1,,,2",
+            "decode,1,12,128,auto,wide,1,f32,2,sd,0,%s,50.04,1.0,1,1,62.59,,2",
+        )
+    )
+    kb.chmod(0o755)
+    (tmp_path / "L1.txt").write_text("rows_prepared 12 128 --io\nkda_bench --H 12 --B 128\n")
+    (tmp_path / "L2.txt").write_text("kda_bench --H 12 --B 128\nrows_prepared 12 128 --io\n")
+    env = dict(os.environ, BIN=str(bin_dir), OUT=str(out))
+    subprocess.run(
+        ["bash", script, str(tmp_path / "L1.txt"), str(tmp_path / "L2.txt")], env=env, check=True, capture_output=True
+    )
+    with tarfile.open(out / "ladder.tgz") as tf:
+        names = sorted(os.path.basename(n) for n in tf.getnames() if n.endswith(".txt"))
+    # the text tables numbered on like the CSVs (the stage's own ladder_summary.txt left out)
+    assert names == [
+        "ladder_kda_bench_1.txt",
+        "ladder_kda_bench_2.txt",
+        "ladder_rows_prepared_0.txt",
+        "ladder_rows_prepared_3.txt",
+    ]
+    # the verdict over both passes: rows' faster run (55.90) against 0.90 x 62.59 = 56.33
+    verdict = [" ".join(x.split()) for x in (out / "bounds_verdict.txt").read_text().splitlines()]
+    line = next(x for x in verdict if x.startswith("decode mode 2 <= 0.90 x vLLM 12 128"))
+    assert "55.90" in line and "within reach (0.43 us left)" in line
