@@ -25,25 +25,32 @@ printf '%s\\ndecode,1,12,8,auto,wide,1,f32,2,sd,0,%s,5.0,1.0,1,1,,,2\\n' "{heade
 """
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_two_passes_numbered_on_and_summarized(tmp_path):
+def _passes(tmp_path, stubs, ladders):
+    """Runs ladder_passes.sh with the stub binaries `stubs` ({file name: script}) over the ladder files `ladders`
+    (one text each, written as L1.txt, L2.txt, …); returns its OUT folder."""
     script = os.path.join(TREE, "benchmarks/ladder/ladder_passes.sh")
     if not os.path.exists(script):
         pytest.skip("benchmarks/ladder/ladder_passes.sh is not in this tree")
     bin_dir, out = tmp_path / "bin", tmp_path / "out"
     bin_dir.mkdir()
     out.mkdir()
-    times = {"a": "10.0 20.0", "b": "12.0 14.0"}
-    for name, us in times.items():
-        p = bin_dir / f"kda_bench_{name}"
-        p.write_text(STUB.format(header=HEADER).replace('"$US"', f'"{us}"'))
-        p.chmod(0o755)
-    (tmp_path / "L1.txt").write_text("a --H 12\nb --H 12\n")
-    (tmp_path / "L2.txt").write_text("b --H 12\na --H 12\n")
+    for name, text in stubs.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    files = []
+    for i, text in enumerate(ladders):
+        files.append(tmp_path / f"L{i + 1}.txt")
+        files[-1].write_text(text)
     env = dict(os.environ, BIN=str(bin_dir), OUT=str(out))
-    subprocess.run(
-        ["bash", script, str(tmp_path / "L1.txt"), str(tmp_path / "L2.txt")], env=env, check=True, capture_output=True
-    )
+    subprocess.run(["bash", script, *map(str, files)], env=env, check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_two_passes_numbered_on_and_summarized(tmp_path):
+    times = {"a": "10.0 20.0", "b": "12.0 14.0"}
+    stubs = {f"kda_bench_{name}": STUB.format(header=HEADER).replace('"$US"', f'"{us}"') for name, us in times.items()}
+    out = _passes(tmp_path, stubs, ["a --H 12\nb --H 12\n", "b --H 12\na --H 12\n"])
     with tarfile.open(out / "ladder.tgz") as tf:
         names = sorted(os.path.basename(n) for n in tf.getnames() if n.endswith(".csv"))
         rows = {
@@ -76,17 +83,7 @@ echo "rows   ${us[$n]}        48.70    1.148     87.1%        1.117"
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_rows_prepared_tables_numbered_on_and_judged_over_the_passes(tmp_path):
-    script = os.path.join(TREE, "benchmarks/ladder/ladder_passes.sh")
-    if not os.path.exists(script):
-        pytest.skip("benchmarks/ladder/ladder_passes.sh is not in this tree")
-    bin_dir, out = tmp_path / "bin", tmp_path / "out"
-    bin_dir.mkdir()
-    out.mkdir()
-    rp = bin_dir / "rows_prepared"
-    rp.write_text(RP_STUB.replace('"$US"', '"57.00 55.90"'))  # pass 1 above the target, pass 2 below
-    rp.chmod(0o755)
-    kb = bin_dir / "kda_bench"
-    kb.write_text(
+    kda_bench = (
         STUB.format(header=HEADER)
         .replace('"$US"', '"58.40 58.30"')
         .replace(
@@ -94,12 +91,14 @@ def test_rows_prepared_tables_numbered_on_and_judged_over_the_passes(tmp_path):
             "decode,1,12,128,auto,wide,1,f32,2,sd,0,%s,50.04,1.0,1,1,62.59,,2",
         )
     )
-    kb.chmod(0o755)
-    (tmp_path / "L1.txt").write_text("rows_prepared 12 128 --io\nkda_bench --H 12 --B 128\n")
-    (tmp_path / "L2.txt").write_text("kda_bench --H 12 --B 128\nrows_prepared 12 128 --io\n")
-    env = dict(os.environ, BIN=str(bin_dir), OUT=str(out))
-    subprocess.run(
-        ["bash", script, str(tmp_path / "L1.txt"), str(tmp_path / "L2.txt")], env=env, check=True, capture_output=True
+    rows_prepared = RP_STUB.replace('"$US"', '"57.00 55.90"')  # pass 1 above the target, pass 2 below
+    out = _passes(
+        tmp_path,
+        {"kda_bench": kda_bench, "rows_prepared": rows_prepared},
+        [
+            "rows_prepared 12 128 --io\nkda_bench --H 12 --B 128\n",
+            "kda_bench --H 12 --B 128\nrows_prepared 12 128 --io\n",
+        ],
     )
     with tarfile.open(out / "ladder.tgz") as tf:
         names = sorted(os.path.basename(n) for n in tf.getnames() if n.endswith(".txt"))
