@@ -125,23 +125,18 @@ def main(folder):
         if b and items >= 6144:
             # x step floor -> us at 1.15 x the floor
             row("bf16 decode <= 1.15 x floor", H, B, b, 1.15 * b[0] / b[1], kb.get(("decode", "bf16", "auto", H, B, 0)))
-        b = best(rungs, DECODE_STEPS)
-        if b:
-            m2 = kb.get(("decode", "f32", "2", H, B, 0))
-            auto = kb.get(("decode", "f32", "auto", H, B, 0))
+        m2 = kb.get(("decode", "f32", "2", H, B, 0))
+        auto = kb.get(("decode", "f32", "auto", H, B, 0))
+        for steps, own in ((DECODE_STEPS, ""), (DECODE_STEPS_OWN_BYTES, ", own bytes")):
+            b = best(rungs, steps)
+            if not b:
+                continue
             if items < 6144 and m2 and m2[2] > 0:
-                row("decode mode 2 <= 0.90 x vLLM", H, B, b, 0.90 * m2[2], m2)
+                row(f"decode mode 2 <= 0.90 x vLLM{own}", H, B, b, 0.90 * m2[2], m2)
             if items >= 6144 and m2:
-                row("decode mode 2 <= 1.05 x floor", H, B, b, 1.05 * m2[1], m2)
-            if items >= 6144 and auto:
+                row(f"decode mode 2 <= 1.05 x floor{own}", H, B, b, 1.05 * m2[1], m2)
+            if items >= 6144 and auto and not own:  # (the own-bytes rungs move gate mode 2's bytes)
                 row("decode auto <= 1.08 x floor", H, B, b, 1.08 * auto[1], auto)
-        b = best(rungs, DECODE_STEPS_OWN_BYTES)
-        if b:
-            m2 = kb.get(("decode", "f32", "2", H, B, 0))
-            if items < 6144 and m2 and m2[2] > 0:
-                row("decode mode 2 <= 0.90 x vLLM, own bytes", H, B, b, 0.90 * m2[2], m2)
-            if items >= 6144 and m2:
-                row("decode mode 2 <= 1.05 x floor, own bytes", H, B, b, 1.05 * m2[1], m2)
     return 1 if failed else 0
 
 
