@@ -52,6 +52,7 @@
 //          first wave, with no prepared vectors and a prologue free of the conv taps, SiLU, l2 norms and gate
 //          function; `rows` reads 2 KiB of prepared vectors per item where the step moves 6 KiB of these
 //   moveio the same bytes with `move`'s row loop
+//   rowsio/1 `rowsio` with every chunk in flight (rows/1's form: one stage per chunk, three CTAs per SM)
 //   rows16, move16 `rows` and `move` with bf16 state (issue "Decode faster …": bf16 at <= 1.15 x
 //          its floor from 6144 items): 8 KiB chunks, the rows kept in fp32 while the item runs and
 //          stored rounded (SPEC §9), six CTAs per SM with two stages (the step's bf16 q = 1
@@ -61,7 +62,7 @@
 // `--append` runs only the append rungs (Qr = 8 and 16) after their checks; `--fused` only the
 // fused rungs; `--bf16` only the bf16 rungs.
 //
-// `--io` times only move, rows, moveio and rowsio after the checks (the decode bounds at the step's own bytes).
+// `--io` times only move, rows, moveio, rowsio and rowsio/1 after the checks (the decode bounds at the step's own bytes).
 // `--floors` times only the data-movement rungs (move, moveio, rowsio, empty, move/S, flat) and rows/S, rowsa/S,
 // movec/S, rows-/S after the checks:
 // the ladder over the decode grid that says which decode targets any structure can reach,
@@ -423,19 +424,19 @@ struct ArgsIO {
   int H;
 };
 
-template <bool kMath>
-__global__ void __launch_bounds__(kThreads, 4) rows_io_kernel(const __grid_constant__ ArgsIO a) {
+template <bool kMath, int kSt = kStages, int kCtas = 4>
+__global__ void __launch_bounds__(kThreads, kCtas) rows_io_kernel(const __grid_constant__ ArgsIO a) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint64_t full[kStages], prep_bar;
+  __shared__ uint64_t full[kSt], prep_bar;
   __shared__ float s_o[K];
   __shared__ __align__(16) float s_vec[4 * K + 4];  // k | q | e | v, β (float4 reads)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int item = blockIdx.x, b = item / a.H, h = item % a.H, D = a.H * K;
   unsigned char* s_state = smem;
-  begin_rows<kStages>(full, &prep_bar);
+  begin_rows<kSt>(full, &prep_bar);
   const int slot = a.slots[b];
   float* tile = a.state + (int64_t(slot) * a.H + h) * kTile;
-  if (tid == 0) first_chunks<kStages>(s_state, full, tile);
+  if (tid == 0) first_chunks<kSt>(s_state, full, tile);
   // the first wave: threads 0–127 the q and k channel of their index, 128–255 the v channel, the raw
   // gate and the out gate of row tid − 128; thread 0 β too
   const int c = tid & (K - 1);
@@ -475,7 +476,7 @@ __global__ void __launch_bounds__(kThreads, 4) rows_io_kernel(const __grid_const
   const float4 q4 = *reinterpret_cast<const float4*>(s_vec + 1 * K + lane * 4);
   const float4 e4 = *reinterpret_cast<const float4*>(s_vec + 2 * K + lane * 4);
   const float beta = s_vec[4 * K];
-  row_chunks(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
+  row_chunks<kSt>(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
     if (kMath) {
       float u, o;
       kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, 0.f, s_vec + 3 * K + crow, lane, u, o);
@@ -1345,7 +1346,7 @@ int main(int argc, char** argv) {
   bool append = false;  // --append: the append rungs only
   bool fused = false;   // --fused: the fused rungs only
   bool bf16 = false;    // --bf16: the bf16 rungs only
-  bool io = false;      // --io: move, rows, moveio, rowsio only
+  bool io = false;      // --io: move, rows, moveio, rowsio, rowsio/1 only
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv") {
@@ -1589,10 +1590,10 @@ int main(int argc, char** argv) {
     if (failed + rc) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed + rc);
     return failed + rc ? 1 : 0;
   }
-  rung_header(6);
+  rung_header(8);
   // one rung: N steps of `enqueue_step(i)` in a graph (BENCHMARKS.md), its line of the table
   auto rung = [&](const char* name, double bytes, auto&& enqueue_step) {
-    rung_line(6, name, step_us(st, N, enqueue_step), bytes, ceiling, step_bytes / ceiling * 1e6);
+    rung_line(8, name, step_us(st, N, enqueue_step), bytes, ceiling, step_bytes / ceiling * 1e6);
   };
   // the prologue's bytes: windows read + written, its rows (q, k, v, beta, f_a), the prepared
   // vectors written, F_B once per CTA
@@ -1638,6 +1639,13 @@ int main(int argc, char** argv) {
         launch_pdl(m == 0 ? rows_io_kernel<false> : rows_io_kernel<true>, dim3(unsigned(items)), kThreads,
                    size_t(smem_io), st, io_args(i));
       });
+    // rowsio/1: every chunk in flight (rows/1's form, three CTAs per SM), the fastest row-work form from
+    // 6144 items at the prepared bytes (by 0.15–0.5% over `rows` on the H200)
+    const int smem_io1 = kChunks * kStageBytes;
+    CK(cudaFuncSetAttribute(rows_io_kernel<true, kChunks, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io1));
+    rung("rowsio/1", io_bytes, [&](int i) {
+      launch_pdl(rows_io_kernel<true, kChunks, 3>, dim3(unsigned(items)), kThreads, size_t(smem_io1), st, io_args(i));
+    });
     CK(cudaFree(gate));
   }
   if (io) {

@@ -72,6 +72,8 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
             "rows16       470.00       400.00    1.175     85.0%        1.130",
             "rows/1       824.00       777.00    1.061     94.2%        1.034",
             "rows-/8      700.00       777.00    0.900     99.0%        0.900",
+            "rowsio       850.00       798.00    1.065     93.9%        1.065",
+            "rowsio/1     845.00       798.00    1.059     94.4%        1.059",
         ],
     )
     # fused at six requests: the fastest checked form
@@ -142,6 +144,11 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
     assert "rows/1" in line("decode mode 2 <= 1.05 x floor 96 256") and "13.90 us left" in line(
         "decode mode 2 <= 1.05 x floor 96 256"
     )
+    # the faster own-bytes form, rowsio/1 (845 > 1.05 x 798 = 837.9, the step at 855 not faster): out of reach;
+    # for `auto` (floor 800) 845 < 864: within reach
+    assert "rowsio/1" in line("decode mode 2 <= 1.05 x floor, own bytes 96 256")
+    assert "OUT OF REACH" in line("decode mode 2 <= 1.05 x floor, own bytes 96 256")
+    assert "within reach (19.00 us left)" in line("decode auto <= 1.08 x floor, own bytes 96 256")
     assert "OUT OF REACH" in line("decode mode 2 <= 0.90 x vLLM 96 8")  # 31.60 > 31.45
     # moveio moves the step's bytes but is no step: no own-bytes line at 768 items
     assert not any(x.startswith("decode mode 2 <= 0.90 x vLLM, own bytes 96 8") for x in lines)

@@ -14,6 +14,7 @@ D=docs/data/ladder_s54/prepared
 if [[ $GPU == *H200* ]]; then L="$D/LADDER_S1.txt $D/LADDER_S3.txt $D/LADDER_S2.txt $D/LADDER_S4.txt"; else L="$D/LADDER_S1.txt $D/LADDER_S2.txt"; fi
 # shellcheck disable=SC2086
 BIN=/tmp/b/bin benchmarks/ladder/ladder_passes.sh $L
-mkdir -p /tmp/t && OUT=/tmp/t BIN=/tmp/b/bin STAGES=ladder LADDER="$(paste -sd';' $D/LADDER_QT.txt)" scripts/gpu_run.sh > /tmp/t/run.txt 2>&1
+mkdir -p /tmp/t && OUT=/tmp/t BIN=/tmp/b/bin STAGES=ladder LADDER="$(paste -sd';' $D/LADDER_QT.txt)" scripts/gpu_run.sh > /tmp/targets_run.txt 2>&1
+cp /tmp/targets_run.txt /tmp/t/run.txt  # written outside /tmp/t: gpu_run.sh packs its OUT's files into logs.tgz
 tar czf "$OUT/targets.tgz" -C /tmp/t .
-echo "--- ladder"; cat "$OUT/ladder_summary.txt"; echo "--- targets"; tail -5 /tmp/t/run.txt
+echo "--- ladder"; cat "$OUT/ladder_summary.txt"; echo "--- targets"; tail -5 /tmp/targets_run.txt
