@@ -303,6 +303,22 @@ inline int64_t step_stage_bytes(bool decode, bool reads_fb, int64_t ctas, int sm
   return !reads_fb && ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
 }
 
+/// Whether an fp32 q = 1 decode step without the F_B slice (gate modes 1 and 2) of `ctas` CTAs keeps
+/// every chunk of its item in flight at three CTAs per SM instead of the stages step_stage_bytes()
+/// allows at four: from kStepAllChunksMinCtas CTAs (0: never).
+/// NOTES: at the step's own bytes with a free prologue, every chunk in flight at three CTAs per SM
+/// (`rows_prepared` rowsio/1) ran 0.4–0.9% under two stages at four (rowsio) from 6144 items on the
+/// H200 and 0–1.5% over them at 1536–3072 (docs/data/ladder_s55/run4); at 768–3072 items the step in
+/// that layout lost 3.5–9% (c3s4, ladder_s21/run1). KDA_STEP_ALL_CHUNKS_MIN_CTAS: the ladder's knob.
+#ifndef KDA_STEP_ALL_CHUNKS_MIN_CTAS
+#define KDA_STEP_ALL_CHUNKS_MIN_CTAS 0
+#endif
+inline constexpr int64_t kStepAllChunksMinCtas = KDA_STEP_ALL_CHUNKS_MIN_CTAS;
+inline bool step_all_chunks(bool decode, bool state_bf16, bool reads_fb, int q, int split, int64_t ctas) {
+  return kStepAllChunksMinCtas > 0 && decode && !state_bf16 && !reads_fb && q == 1 && split == 1 &&
+         ctas >= kStepAllChunksMinCtas;
+}
+
 struct StepLayout {
   int stages = 0;       ///< state stages (0: does not fit)
   int ctas_per_sm = 0;  ///< the CTAs per SM the layout fits
