@@ -58,9 +58,11 @@
 //          stored rounded (SPEC §9), six CTAs per SM with two stages (the step's bf16 q = 1
 //          layout), rows16/4 every chunk in flight, rows16c4 four CTAs per SM. rows16 is checked
 //          against the CPU reference
+//   rows16io, rows16io/4 `rowsio` with bf16 state (the vectors read per chunk from shared memory), six CTAs per
+//          SM with two stages / every chunk in flight: the bf16 step's own bytes (timing only)
 //
 // `--append` runs only the append rungs (Qr = 8 and 16) after their checks; `--fused` only the
-// fused rungs; `--bf16` only the bf16 rungs.
+// fused rungs; `--bf16` only the bf16 rungs (rows16io among them).
 //
 // `--io` times only move, rows, moveio, rowsio and rowsio/1 after the checks (the decode bounds at the step's own bytes).
 // `--floors` times only the data-movement rungs (move, moveio, rowsio, empty, move/S, flat) and rows/S, rowsa/S,
@@ -411,8 +413,9 @@ __global__ void __launch_bounds__(kThreads, 4) rows_kernel(const __grid_constant
 /// norms or gate function: y = w0 + w1 + w2 + x per channel, k = 0.08·y_k, q = 0.008·y_q, e = 1 − 2^-7·|z|,
 /// v = y_v, β from its logit's bits, k·q taken as 0 (timing only: the row loop's arithmetic is the
 /// step's, its values are not checked). What a step with the decode's bytes and a free prologue takes.
-struct ArgsIO {
-  float* state;          // [slots, H, V, K]
+template <class StateT>
+struct ArgsIOT {
+  StateT* state;         // [slots, H, V, K]
   const int32_t* slots;  // [B] of this step
   const uint16_t* qkv;   // [B, 3D] bf16
   const uint16_t* og;    // [B, D] bf16
@@ -423,20 +426,24 @@ struct ArgsIO {
   uint16_t* out;         // [B, D] bf16
   int H;
 };
+using ArgsIO = ArgsIOT<float>;
 
-template <bool kMath, int kSt = kStages, int kCtas = 4>
-__global__ void __launch_bounds__(kThreads, kCtas) rows_io_kernel(const __grid_constant__ ArgsIO a) {
+/// (bf16 state, `rows16io`: the token vectors read per chunk from shared memory, as `rows16` reads
+/// its prepared ones, so that six CTAs per SM fit without spills)
+template <bool kMath, int kSt = kStages, int kCtas = 4, class StateT = float>
+__global__ void __launch_bounds__(kThreads, kCtas) rows_io_kernel(const __grid_constant__ ArgsIOT<StateT> a) {
+  constexpr bool kF32 = sizeof(StateT) == 4;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t full[kSt], prep_bar;
   __shared__ float s_o[K];
-  __shared__ __align__(16) float s_vec[4 * K + 4];  // k | q | e | v, β (float4 reads)
+  __shared__ __align__(16) float s_vec[4 * K + 4];  // k | q | e | v, β, k·q (float4 reads)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int item = blockIdx.x, b = item / a.H, h = item % a.H, D = a.H * K;
   unsigned char* s_state = smem;
   begin_rows<kSt>(full, &prep_bar);
   const int slot = a.slots[b];
-  float* tile = a.state + (int64_t(slot) * a.H + h) * kTile;
-  if (tid == 0) first_chunks<kSt>(s_state, full, tile);
+  StateT* tile = a.state + (int64_t(slot) * a.H + h) * kTile;
+  if (tid == 0) first_chunks<kSt, StateT>(s_state, full, tile);
   // the first wave: threads 0–127 the q and k channel of their index, 128–255 the v channel, the raw
   // gate and the out gate of row tid − 128; thread 0 β too
   const int c = tid & (K - 1);
@@ -468,25 +475,34 @@ __global__ void __launch_bounds__(kThreads, kCtas) rows_io_kernel(const __grid_c
     s_vec[2 * K + c] = 1.f - 0.0078125f * fabsf(kda::bf16_to_f32(zg));
   }
   if (tid == 0) s_vec[4 * K] = 0.25f + 0.5f * (kda::bf16_to_f32(bt) > 0.f);
+  if constexpr (!kF32)
+    if (tid == 0) s_vec[4 * K + 1] = 0.f;  // k·q (prepared_token's)
   // the window's new columns: the two newest old ones and x
   w0p[0] = w0[1], w0p[cs] = w0[2], w0p[2 * cs] = x0;
   if (tid < K) w1p[0] = w1[1], w1p[cs] = w1[2], w1p[2 * cs] = x1;
   __syncthreads();  // the vectors staged
-  const float4 k4 = *reinterpret_cast<const float4*>(s_vec + 0 * K + lane * 4);
-  const float4 q4 = *reinterpret_cast<const float4*>(s_vec + 1 * K + lane * 4);
-  const float4 e4 = *reinterpret_cast<const float4*>(s_vec + 2 * K + lane * 4);
-  const float beta = s_vec[4 * K];
-  row_chunks<kSt>(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
+  float4 k4{}, q4{}, e4{};
+  float beta = 0.f;
+  if constexpr (kF32) {
+    k4 = *reinterpret_cast<const float4*>(s_vec + 0 * K + lane * 4);
+    q4 = *reinterpret_cast<const float4*>(s_vec + 1 * K + lane * 4);
+    e4 = *reinterpret_cast<const float4*>(s_vec + 2 * K + lane * 4);
+    beta = s_vec[4 * K];
+  }
+  row_chunks<kSt, StateT>(s_state, full, tile, tid, warp, lane, [&](int crow, float4(&S)[kRPW], int urow, bool writer) {
     if (kMath) {
       float u, o;
-      kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, 0.f, s_vec + 3 * K + crow, lane, u, o);
+      if constexpr (kF32)
+        kda::cuda::delta_rows<kRPW>(S, k4, q4, e4, beta, 0.f, s_vec + 3 * K + crow, lane, u, o);
+      else
+        prepared_token(S, s_vec, crow, lane, u, o);
       if (writer && lane >= 16) s_o[crow + urow - kRPW] = o;
     } else {
 #pragma unroll
       for (int i = 0; i < kRPW; ++i) S[i].x *= 0.999f, S[i].y *= 0.999f, S[i].z *= 0.999f, S[i].w *= 0.999f;
       if (lane == 0) s_o[crow] = S[0].x;
     }
-    kda::cuda::store_tile<float, kRPW>(tile + crow * K + lane * 4, S);
+    kda::cuda::store_tile<StateT, kRPW>(tile + crow * K + lane * 4, S);
   });
   __syncthreads();  // s_o complete
   if (tid >= K) {   // the gated RMSNorm of the item's output (warps 4–7 hold the out gate)
@@ -992,14 +1008,25 @@ struct RecordRows {
 /// std::max would drop it.
 double worse(double worst, double e) { return std::isnan(e) || e > worst ? e : worst; }
 
+/// The decode step's inputs beside the state, per step (N steps: [N, B, ...]), for the own-bytes rungs.
+struct IOBufs {
+  const uint16_t* qkv;   // [N, B, 3D]
+  const uint16_t* og;    // [N, B, D]
+  const uint16_t* gate;  // [N, B, D] (the raw gate, gate mode 2)
+  const uint16_t* beta;  // [N, B, H]
+  uint16_t* conv;        // [slots, 3, 3D] (SD windows)
+};
+
 /// The bf16 rungs (`--bf16`): a bf16 copy of every slot's state, the check of `rows16` against
 /// the CPU reference (the state as stored: within one bf16 rounding of the reference's, which sums
-/// its dots in another order), then move16 / rows16 / rows16/4 / rows16c4 with, beside each, the
-/// floor of kda_bench's bf16 decode step (its bytes, gate modes 0 / 1). Returns the failed checks.
+/// its dots in another order), then move16 / rows16 / rows16/4 / rows16c4 and the own-bytes forms
+/// rows16io / rows16io/4 (`rowsio` with bf16 state: six CTAs per SM, two stages / every chunk in
+/// flight; timing only) with, beside each, the floor of kda_bench's bf16 decode step (its bytes,
+/// gate modes 0 / 1). Returns the failed checks.
 int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, const int32_t* slots,
                const std::vector<int32_t>& slots_h, const float* prep, const std::vector<float>& prep_h,
                const uint16_t* og, const std::vector<uint16_t>& og_h, uint16_t* out, const float* nw,
-               const std::vector<float>& nw_h) {
+               const std::vector<float>& nw_h, const IOBufs& io) {
   const int D = H * K, items = H * B;
   std::mt19937 rng(17);
   std::normal_distribution<float> n01(0.f, 1.f);
@@ -1077,6 +1104,34 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
         step_us(st, N, [&](int i) { launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, args(i)); });
     rung_line(9, f.name, us, double(items) * (2 * tile + (f.math ? kPrepBytes + K * 2.0 + K * 2.0 : 0.0)), ceiling,
               step_fl);
+  }
+  // the own-bytes forms: gate mode 2's bytes (the raw gate per request, no F_B, no f_a)
+  struct FormIO {
+    const char* name;
+    void (*fn)(ArgsIOT<uint16_t>);
+    int stages;
+  };
+  const FormIO io_forms[] = {{"rows16io", rows_io_kernel<true, 2, 6, uint16_t>, 2},
+                             {"rows16io/4", rows_io_kernel<true, 4, 6, uint16_t>, 4}};
+  const double io_bytes = step_floor_bytes(H, B, 1, 2 * tile) - double(B) * K * 2 - double(H) * K * K * 2 +
+                          double(B) * D * 2;
+  for (const FormIO& f : io_forms) {
+    const int smem = f.stages * kStageBytes16;
+    CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const double us = step_us(st, N, [&](int i) {
+      const ArgsIOT<uint16_t> a{state,
+                                slots + size_t(i) * B,
+                                io.qkv + size_t(i) * B * 3 * D,
+                                io.og + size_t(i) * B * D,
+                                io.gate + size_t(i) * B * D,
+                                io.beta + size_t(i) * B * H,
+                                io.conv,
+                                nw,
+                                out + size_t(i) * B * D,
+                                H};
+      launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, a);
+    });
+    rung_line(9, f.name, us, io_bytes, ceiling, step_fl);
   }
   CK(cudaFree(state));
   return failed;
@@ -1579,6 +1634,10 @@ int main(int argc, char** argv) {
               step_bytes / ceiling * 1e6);
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  // the raw gate (gate mode 2) of the own-bytes rungs
+  std::vector<uint16_t> gate_h(size_t(N) * B * D);
+  for (auto& x : gate_h) x = kda::f32_to_bf16(n01(rng));
+  auto* gate = static_cast<uint16_t*>(put(gate_h));
   if (append || fused || bf16) {
     // (the check of `prep` above wrote step 0's prepared vectors from its own inputs: these rungs'
     // checks compare against prep_h)
@@ -1586,7 +1645,8 @@ int main(int argc, char** argv) {
     const int rc =
         append  ? append_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h)
         : fused ? fused_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep_h)
-                : bf16_rungs(H, B, N, P, ceiling, st, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h);
+                : bf16_rungs(H, B, N, P, ceiling, st, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h,
+                             IOBufs{qkv, og, gate, beta_d, conv});
     if (failed + rc) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed + rc);
     return failed + rc ? 1 : 0;
   }
@@ -1614,9 +1674,6 @@ int main(int argc, char** argv) {
   }
   // ---- rowsio / moveio: the decode step's exact bytes with a free prologue (timing only) --------
   {
-    std::vector<uint16_t> gate_h(size_t(N) * B * D);
-    for (auto& x : gate_h) x = kda::f32_to_bf16(n01(rng));
-    auto* gate = static_cast<uint16_t*>(put(gate_h));
     const int smem_io = kStages * kStageBytes;
     CK(cudaFuncSetAttribute(rows_io_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
     CK(cudaFuncSetAttribute(rows_io_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
@@ -1646,8 +1703,8 @@ int main(int argc, char** argv) {
     rung("rowsio/1", io_bytes, [&](int i) {
       launch_pdl(rows_io_kernel<true, kChunks, 3>, dim3(unsigned(items)), kThreads, size_t(smem_io1), st, io_args(i));
     });
-    CK(cudaFree(gate));
   }
+  CK(cudaFree(gate));
   if (io) {
     if (failed) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed);
     return failed ? 1 : 0;

@@ -70,6 +70,8 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
             "arows4/8     570.00       490.00    1.163     88.0%        1.113",
             "amove/8      480.00       470.00    1.021     95.0%        0.940",
             "rows16       470.00       400.00    1.175     85.0%        1.130",
+            "rows16io     505.00       430.00    1.174     85.1%        1.214",
+            "rows16io/4   500.00       430.00    1.163     86.0%        1.202",
             "rows/1       824.00       777.00    1.061     94.2%        1.034",
             "rows-/8      700.00       777.00    0.900     99.0%        0.900",
             "rowsio       850.00       798.00    1.065     93.9%        1.065",
@@ -140,6 +142,9 @@ def test_bounds_verdict_targets_and_failed_checks(tmp_path, capsys):
     assert "within reach" in line("append Qr=8 <= 0.7 x vLLM 96 256")  # 570 < 630
     assert "frows5/q4" in line("fused q=4 <= target 96 6") and "2.90 us left" in line("fused q=4 <= target 96 6")
     assert "within reach (8.32 us left)" in line("bf16 decode <= 1.15 x floor 96 256")  # 1.15 x 470 / 1.13
+    # own bytes: rows16io/4 500 us at 1.202 x the floor (416 us): 500 > 1.15 x 416 = 478.4, no bf16 step beside it
+    own16 = line("bf16 decode <= 1.15 x floor, own bytes 96 256")
+    assert "rows16io/4" in own16 and "OUT OF REACH" in own16
     # rows-/8 is not a step: rows/1 is the bound
     assert "rows/1" in line("decode mode 2 <= 1.05 x floor 96 256") and "13.90 us left" in line(
         "decode mode 2 <= 1.05 x floor 96 256"
