@@ -1113,8 +1113,8 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
   };
   const FormIO io_forms[] = {{"rows16io", rows_io_kernel<true, 2, 6, uint16_t>, 2},
                              {"rows16io/4", rows_io_kernel<true, 4, 6, uint16_t>, 4}};
-  const double io_bytes = step_floor_bytes(H, B, 1, 2 * tile) - double(B) * K * 2 - double(H) * K * K * 2 +
-                          double(B) * D * 2;
+  const double io_bytes =
+      step_floor_bytes(H, B, 1, 2 * tile) - double(B) * K * 2 - double(H) * K * K * 2 + double(B) * D * 2;
   for (const FormIO& f : io_forms) {
     const int smem = f.stages * kStageBytes16;
     CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
