@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Call Y (for an H200): 1. rung c3s4 (heuristics::step_all_chunks: fp32 decode without the F_B slice keeps every chunk
-# of its item in flight at three CTAs per SM from 6144 CTAs; c3s4m from 3072) against the tree at 3072–24,576 items in
+# of its item in flight at three CTAs per SM from 6144 CTAs) against the tree at 6144–24,576 items in
 # gate modes 2 and `auto` (its GPU tests: run 5 of this session, callX.sh); 2. the bf16 bound at the step's own bytes
 # (`rows_prepared --bf16`: rows16, rows16/4, rows16c4 and rows16io, rows16io/4) beside bf16 `auto` at the six points
 # from 6144 items. Two passes in both orders (LADDER_Y1.txt, Y2) through ladder_passes.sh, which writes
