@@ -290,8 +290,9 @@ inline int64_t spread_ctas_per_sm(int64_t ctas, int sms) {
 /// modes 1 and 2 and loses 2–2.5% at 768 (ladder_s20 runs 2, 4, 5; mode 2 at 768 items 32.7
 /// against 33.5–33.9 µs, ladder_s21/run1), and in gate mode 0 it lost 3–9% (its F_B slice
 /// wants the L1). Four stages at three CTAs per SM from 768 items lost 3.5–9% (mode 2,
-/// ladder_s21/run1). Record, fused, per_token and append were within ±0.4% either way
-/// (ladder_s20/run4): two.
+/// ladder_s21/run1), and from 6144 CTAs tied three at four (−0.4…+0.3% on the H200 and the
+/// H100, gate modes 1 and 2; docs/data/ladder_s55/run8, run6). Record, fused, per_token and
+/// append were within ±0.4% either way (ladder_s20/run4): two.
 /// KDA_STEP_MORE_STAGES_MIN_CTAS: the ladder's knob.
 #ifndef KDA_STEP_MORE_STAGES_MIN_CTAS
 #define KDA_STEP_MORE_STAGES_MIN_CTAS 6144
@@ -301,22 +302,6 @@ inline int64_t step_stage_bytes(bool decode, bool reads_fb, int64_t ctas, int sm
   if (!decode) return kStepStageBytes;
   if (spread_ctas_per_sm(ctas, sms) > 0) return kStepStageBytesMore;
   return !reads_fb && ctas >= kStepMoreStagesMinCtas ? kStepStageBytesMore : kStepStageBytes;
-}
-
-/// Whether an fp32 q = 1 decode step without the F_B slice (gate modes 1 and 2) of `ctas` CTAs keeps
-/// every chunk of its item in flight at three CTAs per SM instead of the stages step_stage_bytes()
-/// allows at four: from kStepAllChunksMinCtas CTAs (0: never).
-/// NOTES: at the step's own bytes with a free prologue, every chunk in flight at three CTAs per SM
-/// (`rows_prepared` rowsio/1) ran 0.4–0.9% under two stages at four (rowsio) from 6144 items on the
-/// H200 and 0–1.5% over them at 1536–3072 (docs/data/ladder_s55/run4); at 768–3072 items the step in
-/// that layout lost 3.5–9% (c3s4, ladder_s21/run1). KDA_STEP_ALL_CHUNKS_MIN_CTAS: the ladder's knob.
-#ifndef KDA_STEP_ALL_CHUNKS_MIN_CTAS
-#define KDA_STEP_ALL_CHUNKS_MIN_CTAS 0
-#endif
-inline constexpr int64_t kStepAllChunksMinCtas = KDA_STEP_ALL_CHUNKS_MIN_CTAS;
-inline bool step_all_chunks(bool decode, bool state_bf16, bool reads_fb, int q, int split, int64_t ctas) {
-  return kStepAllChunksMinCtas > 0 && decode && !state_bf16 && !reads_fb && q == 1 && split == 1 &&
-         ctas >= kStepAllChunksMinCtas;
 }
 
 struct StepLayout {

@@ -60,13 +60,10 @@ std::string split_shape(const Context& c, Plan& p, int split) {
                          ? heuristics::wide_verify_ctas_per_sm(c.key.mode, q, c.layer.state_bf16,
                                                                p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms)
                          : heuristics::kStepCtasPerSm;
-  const bool decode = c.key.mode == StepMode::kDecode, reads_fb = p.gate_mode == GateMode::kPerItem;
-  const bool all_chunks = heuristics::step_all_chunks(decode, c.layer.state_bf16, reads_fb, q, split, p.ctas);
   const heuristics::StepLayout lay = heuristics::step_layout(
-      q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms, all_chunks ? 3 : prefer,
-      all_chunks ? int64_t(cuda_config::kStepMaxStages) * cuda_config::chunk_rows(split, q, state_bytes) * kHeadDim *
-                       state_bytes
-                 : heuristics::step_stage_bytes(decode, reads_fb, p.ctas, c.dev.sms));
+      q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms, prefer,
+      heuristics::step_stage_bytes(c.key.mode == StepMode::kDecode, p.gate_mode == GateMode::kPerItem, p.ctas,
+                                   c.dev.sms));
   if (c.dev.smem_optin > 0 && lay.stages == 0)
     return "needs " + std::to_string(cuda_config::StepSmem{q, split, 1, state_bytes, recs, 2 + q}.bytes()) +
            " bytes of shared memory, the device allows " + std::to_string(c.dev.smem_optin);

@@ -4,6 +4,10 @@
 # from 265 CTAs (c3s4t), so that the test matrix's grids run it.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
+# the knob KDA_STEP_ALL_CHUNKS_MIN_CTAS (heuristics::step_all_chunks) is not in the tree (c3s4 tied, run 8): applied
+# for the build and taken back after it
+git apply docs/data/ladder_s55/prepared/rung_c3s4.diff
+trap 'git apply -R docs/data/ladder_s55/prepared/rung_c3s4.diff' EXIT
 rm -rf /tmp/binX && mkdir -p /tmp/binX/bin
 TARGET=kda_bench benchmarks/ladder/build_variants.sh /tmp/binX/bin c3s4="-DKDA_STEP_ALL_CHUNKS_MIN_CTAS=6144" \
   c3s4m="-DKDA_STEP_ALL_CHUNKS_MIN_CTAS=3072"
