@@ -1017,6 +1017,23 @@ struct IOBufs {
   uint16_t* conv;        // [slots, 3, 3D] (SD windows)
 };
 
+/// Step i's arguments of the own-bytes rungs (its slots, inputs and outputs in the per-step buffers).
+template <class StateT>
+ArgsIOT<StateT> io_args_at(StateT* state, const int32_t* slots, const IOBufs& io, const float* nw, uint16_t* out, int H,
+                           int B, int i) {
+  const size_t D = size_t(H) * K;
+  return {state,
+          slots + size_t(i) * B,
+          io.qkv + size_t(i) * B * 3 * D,
+          io.og + size_t(i) * B * D,
+          io.gate + size_t(i) * B * D,
+          io.beta + size_t(i) * B * H,
+          io.conv,
+          nw,
+          out + size_t(i) * B * D,
+          H};
+}
+
 /// The bf16 rungs (`--bf16`): a bf16 copy of every slot's state, the check of `rows16` against
 /// the CPU reference (the state as stored: within one bf16 rounding of the reference's, which sums
 /// its dots in another order), then move16 / rows16 / rows16/4 / rows16c4 and the own-bytes forms
@@ -1119,17 +1136,8 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
     const int smem = f.stages * kStageBytes16;
     CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const double us = step_us(st, N, [&](int i) {
-      const ArgsIOT<uint16_t> a{state,
-                                slots + size_t(i) * B,
-                                io.qkv + size_t(i) * B * 3 * D,
-                                io.og + size_t(i) * B * D,
-                                io.gate + size_t(i) * B * D,
-                                io.beta + size_t(i) * B * H,
-                                io.conv,
-                                nw,
-                                out + size_t(i) * B * D,
-                                H};
-      launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st, a);
+      launch_pdl(f.fn, dim3(unsigned(items)), kThreads, size_t(smem), st,
+                 io_args_at(state, slots, io, nw, out, H, B, i));
     });
     rung_line(9, f.name, us, io_bytes, ceiling, step_fl);
   }
@@ -1638,6 +1646,7 @@ int main(int argc, char** argv) {
   std::vector<uint16_t> gate_h(size_t(N) * B * D);
   for (auto& x : gate_h) x = kda::f32_to_bf16(n01(rng));
   auto* gate = static_cast<uint16_t*>(put(gate_h));
+  const IOBufs io_bufs{qkv, og, gate, beta_d, conv};
   if (append || fused || bf16) {
     // (the check of `prep` above wrote step 0's prepared vectors from its own inputs: these rungs'
     // checks compare against prep_h)
@@ -1645,8 +1654,7 @@ int main(int argc, char** argv) {
     const int rc =
         append  ? append_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h)
         : fused ? fused_rungs(H, B, N, P, ceiling, st, state, slots, slots_h, prep_h)
-                : bf16_rungs(H, B, N, P, ceiling, st, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h,
-                             IOBufs{qkv, og, gate, beta_d, conv});
+                : bf16_rungs(H, B, N, P, ceiling, st, slots, slots_h, prep, prep_h, og, og_h, out, nw, nw_h, io_bufs);
     if (failed + rc) std::fprintf(stderr, "rows_prepared: %d check(s) FAILED\n", failed + rc);
     return failed + rc ? 1 : 0;
   }
@@ -1677,18 +1685,7 @@ int main(int argc, char** argv) {
     const int smem_io = kStages * kStageBytes;
     CK(cudaFuncSetAttribute(rows_io_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
     CK(cudaFuncSetAttribute(rows_io_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
-    auto io_args = [&](int i) {
-      return ArgsIO{state,
-                    slots + size_t(i) * B,
-                    qkv + size_t(i) * B * 3 * D,
-                    og + size_t(i) * B * D,
-                    gate + size_t(i) * B * D,
-                    beta_d + size_t(i) * B * H,
-                    conv,
-                    nw,
-                    out + size_t(i) * B * D,
-                    H};
-    };
+    auto io_args = [&](int i) { return io_args_at(state, slots, io_bufs, nw, out, H, B, i); };
     // gate mode 2's bytes (kda_bench's floor there): the raw gate per request, no F_B
     const double io_bytes = step_bytes - double(B) * K * 2 - double(H) * K * K * 2 + double(B) * D * 2;
     for (int m = 0; m < 2; ++m)
