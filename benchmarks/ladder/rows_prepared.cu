@@ -952,6 +952,12 @@ double step_floor_bytes(int H, int B, int q, double state) {
          double(H) * (double(K) * K * 2 + 3.0 * 4 * K * 4);
 }
 
+/// The same step's bytes in gate mode 2 (kda_bench's floor there; the own-bytes rungs'): the raw gate
+/// per request instead of f_a, no F_B.
+double step_floor_bytes_mode2(int H, int B, double state) {
+  return step_floor_bytes(H, B, 1, state) - double(B) * K * 2 - double(H) * K * K * 2 + double(B) * H * K * 2;
+}
+
 /// µs per step of a graph of `steps` launches, `enqueue(i)` each (BENCHMARKS.md).
 template <class Enqueue>
 double step_us(cudaStream_t st, int steps, Enqueue&& enqueue) {
@@ -1130,8 +1136,7 @@ int bf16_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, cons
   };
   const FormIO io_forms[] = {{"rows16io", rows_io_kernel<true, 2, 6, uint16_t>, 2},
                              {"rows16io/4", rows_io_kernel<true, 4, 6, uint16_t>, 4}};
-  const double io_bytes =
-      step_floor_bytes(H, B, 1, 2 * tile) - double(B) * K * 2 - double(H) * K * K * 2 + double(B) * D * 2;
+  const double io_bytes = step_floor_bytes_mode2(H, B, 2 * tile);
   for (const FormIO& f : io_forms) {
     const int smem = f.stages * kStageBytes16;
     CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -1686,8 +1691,7 @@ int main(int argc, char** argv) {
     CK(cudaFuncSetAttribute(rows_io_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
     CK(cudaFuncSetAttribute(rows_io_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_io));
     auto io_args = [&](int i) { return io_args_at(state, slots, io_bufs, nw, out, H, B, i); };
-    // gate mode 2's bytes (kda_bench's floor there): the raw gate per request, no F_B
-    const double io_bytes = step_bytes - double(B) * K * 2 - double(H) * K * K * 2 + double(B) * D * 2;
+    const double io_bytes = step_floor_bytes_mode2(H, B, 2.0 * kTile * 4);
     for (int m = 0; m < 2; ++m)
       rung(m == 0 ? "moveio" : "rowsio", io_bytes, [&](int i) {
         launch_pdl(m == 0 ? rows_io_kernel<false> : rows_io_kernel<true>, dim3(unsigned(items)), kThreads,
