@@ -10,7 +10,9 @@
 // Usage: kda_bench [--H 12,32,96] [--B 1,8,64,256] [--mode decode|append|per_token|record|fused]
 //                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
 //                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16|f32,bf16] [--gate 0|1|2|auto]
-//                  [--layout ds|sd] [--peer FILE] [--csv FILE] [--dump-out PREFIX]
+//                  [--layout ds|sd] [--narrow auto|on|off] [--peer FILE] [--csv FILE] [--dump-out PREFIX]
+//   --narrow    the policy's CTA form for Wide's bf16 q = 1 decode / per_token steps (Policy::narrow); the
+//               variant column then ends in "n" where the plan runs the narrow form
 //   --gate      the policy's gate mode (SPEC §5; default 0): 0 per item, 1 shared (the gate
 //               kernel's GEMM, then the step), auto the planner's choice; the CSV's gate column
 //               is the request, gate_plan what the plan runs
@@ -39,6 +41,7 @@
 #include <vector>
 
 #include "bench_cuda.h"
+#include "kda/cuda/config.h"
 #include "kda/numerics.h"
 #include "kda/prepared.h"
 
@@ -125,13 +128,15 @@ void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32, float scale
   }
 }
 
-std::string g_dump_out;  // --dump-out PREFIX
+std::string g_dump_out;                   // --dump-out PREFIX
+NarrowForm g_narrow = NarrowForm::kAuto;  // --narrow
 
 struct Result {
   double us, floor_us, gbs;
   const char* variant;
   int split;
-  int gate_plan = 0;  // the gate mode the plan runs
+  int gate_plan = 0;    // the gate mode the plan runs
+  bool narrow = false;  // the plan runs the narrow form (128-thread CTAs)
 };
 
 /// Bytes a step must move once (BENCHMARKS.md §2).
@@ -253,6 +258,7 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   Policy pol;
   pol.variant = variant;
   pol.gate_mode = gate < 0 ? GateMode::kAuto : GateMode(gate);
+  pol.narrow = g_narrow;
   PreparedKda kda(w, {{StepKey{mode, B, q}, pol}}, /*conv_dim_first=*/!sd, 0);
   kda.prepare(caches);
   const Plan& plan = kda.plan_for(StepKey{mode, B, q}, caches);
@@ -296,8 +302,13 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   if (!st.ok()) std::fprintf(stderr, "warning: status %s\n", st.describe().c_str());
   const double us = ms * 1e3 / steps;
   const double bytes = floor_bytes(mode, H, B, q, pending_n, bf16_state, gate2, Qr);
-  Result r{us,         bytes / ceiling * 1e6, bytes / (us * 1e-6) / 1e9, variant_name(plan.variant),
-           plan.split, int(plan.gate_mode)};
+  Result r{us,
+           bytes / ceiling * 1e6,
+           bytes / (us * 1e-6) / 1e9,
+           variant_name(plan.variant),
+           plan.split,
+           int(plan.gate_mode),
+           plan.threads == kda::cuda_config::kNarrowThreads};
   cudaStreamDestroy(s);
   return r;
 }
@@ -335,6 +346,8 @@ int main(int argc, char** argv) {
       peer_file = v;
     else if (k == "--dump-out")
       g_dump_out = v;
+    else if (k == "--narrow")
+      g_narrow = parse_narrow_form(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -421,7 +434,8 @@ int main(int argc, char** argv) {
                 continue;
               }
               char vname[32];
-              std::snprintf(vname, sizeof vname, "%s/%d%s", r.variant, r.split, r.gate_plan == 1 ? "+g1" : "");
+              std::snprintf(vname, sizeof vname, "%s/%d%s%s", r.variant, r.split, r.narrow ? "n" : "",
+                            r.gate_plan == 1 ? "+g1" : "");
               const std::string greq = gate < 0 ? "auto" : std::to_string(gate);
               char mname[24];
               std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", ms.c_str(), qr);

@@ -84,20 +84,26 @@ void bind_arguments(nb::module_& m) {
 
   nb::class_<kda::Policy>(m, "Policy",
                           "What the caller fixes per step key (SPEC §5).\n\n"
-                          "Policy(pitch=0, gate_mode='auto', variant='auto')\n\n"
+                          "Policy(pitch=0, gate_mode='auto', variant='auto', narrow='auto')\n\n"
                           "pitch: packed-row pitch in elements the step must be given (0 = take it from "
                           "the tensor; checked >= 0 by PreparedKda).\n"
                           "gate_mode: 'auto' (the planner picks 0 or 1), 0 per item, 1 shared, 2 "
                           "precomputed (gate_in holds F_B·f_a, D wide).\n"
-                          "variant: 'auto' or a forced variant: 'cpu', 'split', 'wide', 'stream', 'ws'.\n\n"
-                          "Raises ArgumentError (ValueError) for an unknown gate mode or variant name, "
+                          "variant: 'auto' or a forced variant: 'cpu', 'split', 'wide', 'stream', 'ws'.\n"
+                          "narrow: the CTA form of Wide's q = 1 decode / per_token steps with bf16 state in gate "
+                          "modes 1 and 2: 'auto' (the planner's rule: beyond one wave of six CTAs per SM on a "
+                          "device of high DRAM bandwidth per SM), 'on' (128-thread CTAs wherever the grid is beyond "
+                          "one wave of six), 'off' (256-thread CTAs).\n\n"
+                          "Raises ArgumentError (ValueError) for an unknown gate mode, variant or narrow name, "
                           "DTypeError (TypeError) for a gate mode of the wrong type.")
       .def(
           "__init__",
-          [](kda::Policy* self, int64_t pitch, nb::handle gate_mode, const std::string& variant) {
-            new (self) kda::Policy{pitch, gate_mode_of(gate_mode), kda::parse_variant(variant)};
+          [](kda::Policy* self, int64_t pitch, nb::handle gate_mode, const std::string& variant,
+             const std::string& narrow) {
+            new (self) kda::Policy{pitch, gate_mode_of(gate_mode), kda::parse_variant(variant),
+                                   kda::parse_narrow_form(narrow)};
           },
-          "pitch"_a = 0, "gate_mode"_a = nb::str("auto"), "variant"_a = "auto")
+          "pitch"_a = 0, "gate_mode"_a = nb::str("auto"), "variant"_a = "auto", "narrow"_a = "auto")
       .def_rw("pitch", &kda::Policy::pitch, "Packed-row pitch in elements (0 = any).")
       .def_prop_rw(
           "gate_mode", [](const kda::Policy& p) { return gate_mode_py(p.gate_mode); },
@@ -106,20 +112,24 @@ void bind_arguments(nb::module_& m) {
           "variant", [](const kda::Policy& p) { return std::string(kda::variant_name(p.variant)); },
           [](kda::Policy& p, const std::string& v) { p.variant = kda::parse_variant(v); },
           "'auto' or a forced variant name.")
+      .def_prop_rw(
+          "narrow", [](const kda::Policy& p) { return std::string(kda::narrow_form_name(p.narrow)); },
+          [](kda::Policy& p, const std::string& n) { p.narrow = kda::parse_narrow_form(n); }, "'auto', 'on' or 'off'.")
       .def("__eq__",
            [](const kda::Policy& a, nb::handle bo) {
              kda::Policy b;
              if (!nb::try_cast(bo, b, false)) return false;
-             return a.pitch == b.pitch && a.gate_mode == b.gate_mode && a.variant == b.variant;
+             return a.pitch == b.pitch && a.gate_mode == b.gate_mode && a.variant == b.variant && a.narrow == b.narrow;
            })
       .def("__hash__",
            [](const kda::Policy& p) {
-             return std::hash<int64_t>()(p.pitch * 131 + int64_t(p.gate_mode) * 17 + int64_t(p.variant));
+             return std::hash<int64_t>()(p.pitch * 131 + int64_t(p.gate_mode) * 17 + int64_t(p.variant) +
+                                         int64_t(p.narrow) * 1031);
            })
       .def("__repr__", [](const kda::Policy& p) {
         std::string g = p.gate_mode == kda::GateMode::kAuto ? "'auto'" : std::to_string(int(p.gate_mode));
         return "Policy(pitch=" + std::to_string(p.pitch) + ", gate_mode=" + g + ", variant='" +
-               kda::variant_name(p.variant) + "')";
+               kda::variant_name(p.variant) + "', narrow='" + kda::narrow_form_name(p.narrow) + "')";
       });
 }
 

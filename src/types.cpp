@@ -140,6 +140,21 @@ Variant parse_variant(const std::string& s) {
   throw ArgumentError("policy variant", "one of " + names, "'" + s + "'");
 }
 
+const char* narrow_form_name(NarrowForm n) {
+  switch (n) {
+    case NarrowForm::kAuto: return "auto";
+    case NarrowForm::kOff: return "off";
+    case NarrowForm::kOn: return "on";
+  }
+  return "?";
+}
+
+NarrowForm parse_narrow_form(const std::string& s) {
+  for (NarrowForm n : {NarrowForm::kAuto, NarrowForm::kOff, NarrowForm::kOn})
+    if (s == narrow_form_name(n)) return n;
+  throw ArgumentError("policy narrow", "'auto', 'on' or 'off'", "'" + s + "'");
+}
+
 std::string StepKey::describe() const {
   std::ostringstream os;
   os << "(" << mode_name(mode) << ", B=" << B << ", q=" << q << ")";

@@ -11,7 +11,7 @@
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
 #
-#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
+#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR] [PLAN=FILE] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
 #   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
 # NOTES: the script first brings BUILD's targets up to date (ninja). A rung or a planted bug
 # edited into a header is therefore compiled into BUILD's library too; restoring the header
@@ -20,6 +20,8 @@
 # include/ and name it in INCLUDE: the INST objects are then compiled against that copy and
 # BUILD never sees the edit (with -lineinfo a header's line layout alone can change the
 # SASS of every kernel, so a rung kept out of the tree leaves the library's objects as they are).
+# INCLUDE applies to the planner's object too, and PLAN names another copy of src/plan/plan.cpp to compile
+# (a rung whose host side changes with it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/gpu}
@@ -54,8 +56,8 @@ for spec in "$@"; do
   name=${spec%%=*}
   defs=${spec#*=}
   # shellcheck disable=SC2086
-  c++ -DKDA_WITH_CUDA=1 -Iinclude -Isrc -isystem "$(dirname "$(command -v nvcc)")/../include" -O3 -DNDEBUG \
-    -ffp-contract=off -std=gnu++20 $defs -c src/plan/plan.cpp -o "$out/plan_$name.o"
+  c++ -DKDA_WITH_CUDA=1 -I"${INCLUDE:-include}" -Isrc -isystem "$(dirname "$(command -v nvcc)")/../include" -O3 -DNDEBUG \
+    -ffp-contract=off -std=gnu++20 $defs -c "${PLAN:-src/plan/plan.cpp}" -o "$out/plan_$name.o"
   # INST="step_split1_f32_q1 …": kernel rungs; those instantiations are compiled again with
   # the NAME's definitions and linked ahead of the library's (whose objects are then not pulled)
   insts=()

@@ -23,6 +23,7 @@ struct DeviceInfo {
   int64_t smem_optin = 0;          ///< max dynamic shared memory per block (bytes)
   int64_t smem_per_sm = 0;         ///< shared memory of one SM (bytes; 0 = unknown: smem_optin)
   bool clusters = false;           ///< thread-block clusters (sm_90+)
+  int64_t dram_gbps = 0;           ///< peak DRAM bandwidth (GB/s; 0 = unknown)
 };
 
 /// The layer/cache facts a plan depends on.

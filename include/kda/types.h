@@ -125,6 +125,17 @@ const char* variant_name(Variant v);
 /// Parses "auto" | "cpu" | "split" | "wide" | "ws"; throws ArgumentError naming "policy variant".
 Variant parse_variant(const std::string& s);
 
+/// The CTA form of Wide's q = 1 decode and per_token steps with bf16 state in gate modes 1 and 2: 256 threads at six
+/// CTAs per SM, or the narrow form, 128 threads at cuda_config::kNarrowCtasPerSm (heuristics::narrow_step).
+enum class NarrowForm : int8_t {
+  kAuto = 0,  ///< the planner's rule: by the grid and the device's DRAM bandwidth per SM
+  kOff,       ///< never the narrow form
+  kOn,        ///< the narrow form wherever it applies (a grid beyond one wave of six CTAs per SM)
+};
+const char* narrow_form_name(NarrowForm n);
+/// Parses "auto" | "on" | "off"; throws ArgumentError naming "policy narrow".
+NarrowForm parse_narrow_form(const std::string& s);
+
 /// The key a policy and a plan are stored under (SPEC §1): (mode, B, q).
 struct StepKey {
   StepMode mode = StepMode::kDecode;
@@ -144,7 +155,8 @@ struct StepKeyHash {
 struct Policy {
   int64_t pitch = 0;  ///< packed-row pitch in elements; 0 = take it from the tensor
   GateMode gate_mode = GateMode::kAuto;
-  Variant variant = Variant::kAuto;  ///< kAuto = the planner's pick, else forced
+  Variant variant = Variant::kAuto;       ///< kAuto = the planner's pick, else forced
+  NarrowForm narrow = NarrowForm::kAuto;  ///< Wide's bf16 q = 1 decode / per_token CTA form
 };
 
 // ---------------------------------------------------------------------------------------

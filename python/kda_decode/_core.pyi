@@ -130,16 +130,19 @@ class Policy:
     """
     What the caller fixes per step key (SPEC §5).
 
-    Policy(pitch=0, gate_mode='auto', variant='auto')
+    Policy(pitch=0, gate_mode='auto', variant='auto', narrow='auto')
 
     pitch: packed-row pitch in elements the step must be given (0 = take it from the tensor; checked >= 0 by PreparedKda).
     gate_mode: 'auto' (the planner picks 0 or 1), 0 per item, 1 shared, 2 precomputed (gate_in holds F_B·f_a, D wide).
     variant: 'auto' or a forced variant: 'cpu', 'split', 'wide', 'stream', 'ws'.
+    narrow: the CTA form of Wide's q = 1 decode / per_token steps with bf16 state in gate modes 1 and 2: 'auto' (the planner's rule: beyond one wave of six CTAs per SM on a device of high DRAM bandwidth per SM), 'on' (128-thread CTAs wherever the grid is beyond one wave of six), 'off' (256-thread CTAs).
 
-    Raises ArgumentError (ValueError) for an unknown gate mode or variant name, DTypeError (TypeError) for a gate mode of the wrong type.
+    Raises ArgumentError (ValueError) for an unknown gate mode, variant or narrow name, DTypeError (TypeError) for a gate mode of the wrong type.
     """
 
-    def __init__(self, pitch: int = 0, gate_mode: object = "auto", variant: str = "auto") -> None: ...
+    def __init__(
+        self, pitch: int = 0, gate_mode: object = "auto", variant: str = "auto", narrow: str = "auto"
+    ) -> None: ...
     @property
     def pitch(self) -> int:
         """Packed-row pitch in elements (0 = any)."""
@@ -158,6 +161,12 @@ class Policy:
 
     @variant.setter
     def variant(self, arg: str, /) -> None: ...
+    @property
+    def narrow(self) -> str:
+        """'auto', 'on' or 'off'."""
+
+    @narrow.setter
+    def narrow(self, arg: str, /) -> None: ...
     def __eq__(self, arg: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __repr__(self) -> str: ...

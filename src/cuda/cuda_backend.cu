@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "kda/cuda/config.h"
+#include "kda/heuristics.h"
 #include "launch.h"
 #include "plan/counters.h"
 
@@ -77,6 +78,9 @@ cudaError_t launch_step_kernel(const StepParams& p, const Plan& plan, cudaStream
 
 /// The q = 1 instantiations for the kinds that store their rows (decode, per_token) or for the others.
 constexpr unsigned kStoring = cuda_config::kStoringStepKinds, kRecording = cuda_config::kRecordingStepKinds;
+/// The narrow form's instantiation (cuda_config::narrow_form) is the one compiled for its CTAs per SM.
+constexpr int kNarrowMb = cuda_config::kNarrowCtasPerSm;
+static_assert(kNarrowMb != heuristics::kStepBf16Q1CtasPerSm, "the narrow form needs its own instantiation");
 
 /// The fold-warp twins of the small-grid form (cuda_config::fold_warps): without the F_B path only.
 constexpr int kFoldTwin = cuda_config::kFoldWarpsMinBlocks;
@@ -201,7 +205,8 @@ template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
     // Wide in gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
-    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four.
+    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four; bf16 decode and
+    // per_token on the narrow form where the plan names its threads (heuristics::narrow_step).
     // Decode and per_token run instantiations for those two kinds alone (no records, no fold, the
     // token's update kept) everywhere but Wide bf16 below six CTAs per SM; append, record and fused
     // run ones for those three kinds alone (without the update) on Wide bf16 at six CTAs per SM.
@@ -215,6 +220,9 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
           if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6>(p, plan, s);
           return launch_step_kernel<1, float, 1, false, 4>(p, plan, s);
         } else {
+          if constexpr (kNarrowMb > 0)
+            if (keeps && plan.threads == cuda_config::kNarrowThreads)
+              return launch_step_kernel<1, StateT, 1, false, kNarrowMb, kStoring>(p, plan, s);
           if (plan.ctas_per_sm > 4)
             return keeps ? launch_step_kernel<1, StateT, 1, false, 6, kStoring>(p, plan, s)
                          : launch_step_kernel<1, StateT, 1, false, 6, kRecording>(p, plan, s);
@@ -260,6 +268,12 @@ class CudaBackend final : public Backend {
     check(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev_), "cudaDeviceGetAttribute");
     info_.smem_per_sm = per_sm;
     info_.clusters = prop.major >= 9;
+    // peak DRAM bandwidth: two transfers a memory clock (kHz) over the bus (bits); heuristics::narrow_step
+    int mem_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev_) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev_) == cudaSuccess)
+      info_.dram_gbps = int64_t(2) * mem_khz * (bus_bits / 8) / 1000000;
+    (void)cudaGetLastError();  // (an attribute the driver does not report is not an error of the step)
     // Every kernel may use up to the device's opt-in shared memory; plans stay below it.
     const int64_t smem = optin;
     for (cudaError_t e : {set_attrs<1>(smem), set_attrs<2>(smem), set_attrs<4>(smem), set_attrs<8>(smem),

@@ -33,6 +33,7 @@ struct Context {
   const StepKey& key;
   const LayerShape& layer;
   const DeviceInfo& dev;
+  NarrowForm narrow = NarrowForm::kAuto;  ///< the policy's (heuristics::narrow_step)
   int64_t items() const { return int64_t(key.B) * layer.H; }
   cuda_config::StreamSmem stream_smem() const {
     return {key.q, layer.window, layer.conv_bytes, layer.state_bf16 ? 2 : 4,
@@ -52,6 +53,13 @@ std::string split_shape(const Context& c, Plan& p, int split) {
   const int q = c.key.q, state_bytes = c.layer.state_bf16 ? 2 : 4, recs = c.folds() ? c.layer.records : 0;
   p.ctas = c.items() * split;
   const bool lean_q1 = q == 1 && split == 1 && p.gate_mode != GateMode::kPerItem;
+  // the narrow form (cuda_config::narrow_form) by heuristics::narrow_step or as the policy asks beyond one wave of
+  // six CTAs per SM, where its layout puts more than four CTAs on an SM (the dispatch's test: plan.threads)
+  const bool narrow = lean_q1 &&
+                      cuda_config::narrow_form(split, q, state_bytes, cuda_config::stores_updated_rows(c.key.mode)) &&
+                      (c.narrow == NarrowForm::kOn     ? heuristics::narrow_grid(p.ctas, c.dev.sms)
+                       : c.narrow == NarrowForm::kAuto ? heuristics::narrow_step(p.ctas, c.dev.sms, c.dev.dram_gbps)
+                                                       : false);
   const int prefer = lean_q1 && c.layer.state_bf16                ? heuristics::kStepBf16Q1CtasPerSm
                      : lean_q1 && c.key.mode == StepMode::kAppend ? heuristics::kStepF32AppendCtasPerSm
                      : cuda_config::is_split_verify(split, q)     ? cuda_config::kSmallGridVerifyCtasPerSm
@@ -60,10 +68,17 @@ std::string split_shape(const Context& c, Plan& p, int split) {
                          ? heuristics::wide_verify_ctas_per_sm(c.key.mode, q, c.layer.state_bf16,
                                                                p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms)
                          : heuristics::kStepCtasPerSm;
-  const heuristics::StepLayout lay = heuristics::step_layout(
-      q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms, prefer,
-      heuristics::step_stage_bytes(c.key.mode == StepMode::kDecode, p.gate_mode == GateMode::kPerItem, p.ctas,
-                                   c.dev.sms));
+  const int64_t stage_bytes = heuristics::step_stage_bytes(c.key.mode == StepMode::kDecode,
+                                                           p.gate_mode == GateMode::kPerItem, p.ctas, c.dev.sms);
+  heuristics::StepLayout lay{};
+  if (narrow) {
+    lay = heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms,
+                                  cuda_config::kNarrowCtasPerSm, stage_bytes);
+    if (lay.ctas_per_sm > 4) p.threads = cuda_config::kNarrowThreads;
+  }
+  if (p.threads != cuda_config::kNarrowThreads)
+    lay = heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms,
+                                  prefer, stage_bytes);
   if (c.dev.smem_optin > 0 && lay.stages == 0)
     return "needs " + std::to_string(cuda_config::StepSmem{q, split, 1, state_bytes, recs, 2 + q}.bytes()) +
            " bytes of shared memory, the device allows " + std::to_string(c.dev.smem_optin);
@@ -218,7 +233,7 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
 
   // ---- CUDA ---------------------------------------------------------------------------
   if (layer.W != 4) fail("the CUDA kernels need W = 4 conv taps, the layer has W = " + std::to_string(layer.W));
-  const Context ctx{key, layer, dev};
+  const Context ctx{key, layer, dev, policy.narrow};
   const bool forced = policy.variant != Variant::kAuto;
   // Gate mode 1: the gate kernel writes the step's logits into the workspace that prepare()
   // sized for the policy keys; `auto` takes it where the heuristics say it pays and the

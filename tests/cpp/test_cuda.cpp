@@ -88,12 +88,14 @@ struct Config {
   float eps = 1e-5f;    // RMSNorm epsilon
   float tiny = 0.f;     // > 0: post-conv q and k of about this size per element
   int device = 0;       // the GPU the weights and caches live on
+  NarrowForm narrow = NarrowForm::kAuto;  // the policy's (Wide's bf16 q = 1 decode / per_token CTA form)
   std::string name() const {
     return std::string(mode_name(mode)) + " H" + std::to_string(H) + " B" + std::to_string(B) + " q" +
            std::to_string(q) + (lower_bound ? " lb" : " sp") + (ds ? " DS" : " SD") + (state_bf16 ? " bf16state" : "") +
            (conv_f32 ? " f32conv" : "") + (gate2 ? " gate2" : "") + (gate1 ? " gate1" : "") + (gate0 ? " gate0" : "") + " " + variant_name(variant) + " W" + std::to_string(W) +
            " eps " + std::to_string(eps) + (tiny > 0 ? " tiny " + std::to_string(tiny) : std::string()) +
            (output_norm ? "" : " no-norm") +
+           (narrow != NarrowForm::kAuto ? std::string(" narrow ") + narrow_form_name(narrow) : std::string()) +
            (device ? " cuda:" + std::to_string(device) : std::string());
   }
 };
@@ -275,6 +277,7 @@ struct World {
   std::unordered_map<StepKey, Policy, StepKeyHash> policies(bool dev) {
     Policy pol;
     pol.variant = dev ? c.variant : Variant::kAuto;
+    pol.narrow = dev ? c.narrow : NarrowForm::kAuto;
     pol.gate_mode = c.gate2   ? GateMode::kPrecomputed
                     : c.gate1 ? GateMode::kShared
                     : c.gate0 ? GateMode::kPerItem
@@ -599,6 +602,96 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
       ++cases;
     }
   std::cout << "[cuda-vs-cpu] bf16, six CTAs per SM: " << cases << " configurations\n";
+}
+
+/// The narrow form (bf16 decode and per_token on 128-thread CTAs, cuda_config::narrow_form; the policy asks for it, so
+/// that every card runs it) on a grid of more than one wave of six CTAs per SM, against the CPU backend: gate modes 1
+/// and 2, both window layouts, with and without the output norm, out_slots, two epsilons.
+TEST_F(CudaVsCpu, Bf16NarrowForm) {
+  if (kda::cuda_config::kNarrowCtasPerSm == 0) GTEST_SKIP() << "built without the narrow form";
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint32_t seed = 6900;
+  int cases = 0;
+  for (StepMode m : {StepMode::kDecode, StepMode::kPerToken})
+    for (int rep = 0; rep < 4; ++rep) {
+      Config c;
+      c.mode = m;
+      c.state_bf16 = true;
+      c.narrow = NarrowForm::kOn;
+      c.H = 4 + rep % 2;
+      c.B = (kda::heuristics::kStepBf16Q1CtasPerSm * sms) / c.H + 7;  // more than one wave of six CTAs per SM
+      c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
+      c.gate1 = rep % 2 == 0;
+      c.gate2 = !c.gate1;
+      c.ds = rep < 2;
+      c.output_norm = rep != 1;
+      c.out_slots = m == StepMode::kDecode && rep == 2;
+      c.lower_bound = rep & 1;
+      c.eps = rep == 2 ? 1e-3f : 1e-5f;
+      Plan pl;
+      run_case(c, seed++, &pl);
+      EXPECT_EQ(pl.threads, kda::cuda_config::kNarrowThreads) << c.name() << ": " << pl.describe();
+      EXPECT_EQ(pl.ctas_per_sm, kda::cuda_config::kNarrowCtasPerSm) << c.name() << ": " << pl.describe();
+      EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), kda::cuda_config::kNarrowCtasPerSm)
+          << c.name() << ": the kernel that ran";
+      EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kda::cuda_config::kStoringStepKinds)) << c.name();
+      ++cases;
+    }
+  std::cout << "[cuda-vs-cpu] bf16, the narrow form: " << cases << " configurations\n";
+}
+
+/// The narrow form and the 256-thread six-CTA form give the same bits: one batch beyond one wave of six CTAs per SM
+/// from the same caches with the policy's narrow 'on', then 'off' (and one within a wave, where 'on' keeps the six):
+/// outputs, windows and states bitwise equal (every value takes the same operations in both forms).
+TEST_F(CudaVsCpu, Bf16NarrowFormEqualsSixCtaForm) {
+  if (kda::cuda_config::kNarrowCtasPerSm == 0) GTEST_SKIP() << "built without the narrow form";
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (int rep = 0; rep < 3; ++rep) {
+    Config c;
+    c.state_bf16 = true;
+    c.mode = rep == 2 ? StepMode::kPerToken : StepMode::kDecode;
+    c.H = 4;
+    c.B = (kda::heuristics::kStepBf16Q1CtasPerSm * sms) / c.H + (rep == 1 ? -3 : 9);  // rep 1: one wave of six
+    c.variant = Variant::kWide;
+    c.gate1 = rep != 2;
+    c.gate2 = rep == 2;
+    c.ds = rep == 0;
+    c.lower_bound = rep == 1;
+    World w(c, 7100 + rep);
+    const std::vector<unsigned char> state0 = w.state.host, conv0 = w.conv.host, out0 = w.out.host;
+    std::vector<unsigned char> out[2], state[2], conv[2];
+    int per_sm[2] = {0, 0};
+    for (int on = 0; on < 2; ++on) {
+      w.c.narrow = on ? NarrowForm::kOn : NarrowForm::kOff;
+      w.state.host = state0, w.conv.host = conv0, w.out.host = out0;
+      w.state.up(), w.conv.up(), w.out.up();
+      PreparedKda k(w.weights(true), w.policies(true), c.ds, 0);
+      k.prepare(w.caches(true));
+      if (c.gate2) {
+        const auto sl = [&](int64_t c0, int64_t n) {
+          return make_view(static_cast<uint16_t*>(w.proj.dev) + c0, DType::kBF16, {w.rows, n}, {w.pitch, 1},
+                           Device::kCUDA);
+        };
+        k.run_views(InputViews{sl(0, 3 * w.D), sl(3 * w.D, w.D), sl(4 * w.D, w.D), sl(5 * w.D, c.H)}, w.outv(true),
+                    w.caches(true), w.args(true));
+      } else {
+        k.run(w.projected(true), w.outv(true), w.caches(true), w.args(true));
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      per_sm[on] = kda::counters::last_step_kernel_ctas_per_sm.load();
+      EXPECT_EQ(k.status().flags, 0u);
+      out[on] = w.out.down(), state[on] = w.state.down(), conv[on] = w.conv.down();
+    }
+    const std::string what = c.name();
+    EXPECT_EQ(per_sm[0], kda::heuristics::kStepBf16Q1CtasPerSm) << what;
+    EXPECT_EQ(per_sm[1], rep == 1 ? kda::heuristics::kStepBf16Q1CtasPerSm : kda::cuda_config::kNarrowCtasPerSm) << what;
+    EXPECT_TRUE(out[0] == out[1]) << what << ": outputs";
+    EXPECT_TRUE(state[0] == state[1]) << what << ": states";
+    EXPECT_TRUE(conv[0] == conv[1]) << what << ": windows";
+    EXPECT_FALSE(state[0] == state0) << what << ": the step wrote its states";
+  }
 }
 
 /// Three fp32 state stages (heuristics::step_stage_bytes: a decode step on a spread grid, or

@@ -22,6 +22,7 @@ using kda::Device;
 using kda::DeviceInfo;
 using kda::GateMode;
 using kda::LayerShape;
+using kda::NarrowForm;
 using kda::Plan;
 using kda::Variant;
 using ::testing::HasSubstr;
@@ -435,11 +436,16 @@ TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
       const Plan p = kda::plan_step({StepMode::kDecode, c.B, 1}, pol(Variant::kWide, c.g), l, d);
       const std::string what = p.describe();
       EXPECT_EQ(p.gate_mode, c.g) << what;
-      EXPECT_EQ(p.ring_stages, bf16 ? 4 : c.fp32_stages) << what;
-      const bool six = bf16 && c.g != GateMode::kPerItem && c.ctas_per_sm == 4;
-      EXPECT_EQ(p.ctas_per_sm, six ? kda::heuristics::kStepBf16Q1CtasPerSm : c.ctas_per_sm) << what;
-      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes(),
-                       six ? kda::heuristics::kStepBf16Q1CtasPerSm : kda::heuristics::kStepCtasPerSm);
+      EXPECT_EQ(p.ring_stages, bf16 ? 4 : c.fp32_stages) << what;  // (d: no DRAM bandwidth, so no narrow form)
+      // bf16 without F_B: six CTAs of 256 threads per SM up to one wave of them, the narrow form beyond
+      const bool lean = bf16 && c.g != GateMode::kPerItem && c.ctas_per_sm == 4;
+      const bool narrow = lean && kda::heuristics::narrow_step(p.ctas, d.sms, d.dram_gbps);
+      const int per_sm = narrow ? kda::cuda_config::kNarrowCtasPerSm
+                         : lean ? kda::heuristics::kStepBf16Q1CtasPerSm
+                                : kda::heuristics::kStepCtasPerSm;
+      EXPECT_EQ(p.threads, narrow ? kda::cuda_config::kNarrowThreads : kda::cuda_config::kStepThreads) << what;
+      EXPECT_EQ(p.ctas_per_sm, lean ? per_sm : c.ctas_per_sm) << what;
+      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes(), per_sm);
       if (!bf16 && c.g != GateMode::kPerItem) {  // append: two, one at six CTAs per SM
         LayerShape la = l;
         la.records = 8;
@@ -558,13 +564,17 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
   // verify steps and grids that do not fill the GPU twice keep the four-CTA layout rules.
   DeviceInfo d = gpu();
   d.smem_per_sm = 233472;  // the H200's
-  auto plan = [&](StepMode m, int q, bool bf16, GateMode g, int records = 8, int B = 256) {
+  d.dram_gbps = 4800;
+  auto plan = [&](StepMode m, int q, bool bf16, GateMode g, int records = 8, int B = 256,
+                  NarrowForm narrow = NarrowForm::kAuto) {
     LayerShape l = shape(96);
     l.state_bf16 = bf16;
     l.records = records;
     l.window = 2 + q;
     l.gate_ws_rows = INT64_MAX;
-    return kda::plan_step({m, B, q}, pol(Variant::kWide, g), l, d);
+    Policy po = pol(Variant::kWide, g);
+    po.narrow = narrow;
+    return kda::plan_step({m, B, q}, po, l, d);
   };
   for (GateMode g : {GateMode::kShared, GateMode::kPrecomputed}) {
     for (int qr : {4, 8, 16}) {
@@ -572,10 +582,34 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
       EXPECT_EQ(a.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm) << "append Qr = " << qr;
       EXPECT_LE(a.ctas_per_sm * (a.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
     }
-    const Plan p = plan(StepMode::kDecode, 1, true, g);
-    EXPECT_EQ(p.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm);
-    EXPECT_EQ(p.ring_stages, kda::cuda_config::chunks_per_cta(1, 1, 2)) << "a bf16 item's state in flight at once";
-    EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
+    // bf16 decode and per_token: the narrow form beyond one wave of six CTAs per SM (heuristics::narrow_step), two
+    // stages of its 32-row chunks at eight CTAs per SM; the 256-thread six-CTA form up to one wave, every chunk in
+    // flight
+    for (StepMode m : {StepMode::kDecode, StepMode::kPerToken}) {
+      const Plan p = plan(m, 1, true, g);
+      EXPECT_EQ(p.threads, kda::cuda_config::kNarrowThreads) << mode_name(m);
+      EXPECT_EQ(p.ctas_per_sm, kda::cuda_config::kNarrowCtasPerSm) << mode_name(m);
+      EXPECT_EQ(p.ring_stages, 2) << mode_name(m);
+      EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
+      const int one_wave = kda::heuristics::kStepBf16Q1CtasPerSm * d.sms / 96;  // B of one wave of six at H = 96
+      const Plan s = plan(m, 1, true, g, 8, one_wave);
+      EXPECT_EQ(s.threads, kda::cuda_config::kStepThreads) << mode_name(m) << " one wave of six";
+      EXPECT_EQ(s.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm) << mode_name(m);
+      EXPECT_EQ(s.ring_stages, kda::cuda_config::chunks_per_cta(1, 1, 2)) << "a bf16 item's state in flight at once";
+      EXPECT_LE(s.ctas_per_sm * (s.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
+      EXPECT_EQ(plan(m, 1, true, g, 8, one_wave + 1).threads, kda::cuda_config::kNarrowThreads) << mode_name(m);
+      // the policy: 'off' keeps the six; 'on' takes the narrow form beyond one wave of six only
+      EXPECT_EQ(plan(m, 1, true, g, 8, 256, NarrowForm::kOff).threads, kda::cuda_config::kStepThreads);
+      EXPECT_EQ(plan(m, 1, true, g, 8, one_wave, NarrowForm::kOn).threads, kda::cuda_config::kStepThreads);
+      // a device of less DRAM bandwidth per SM (an H100's 3.35 TB/s over 132 SMs) keeps the six unless asked
+      d.dram_gbps = 3350;
+      EXPECT_EQ(plan(m, 1, true, g).threads, kda::cuda_config::kStepThreads) << mode_name(m);
+      EXPECT_EQ(plan(m, 1, true, g, 8, 256, NarrowForm::kOn).threads, kda::cuda_config::kNarrowThreads);
+      d.dram_gbps = 4800;
+    }
+    // append (the recording kinds) and fp32 never take it
+    EXPECT_EQ(plan(StepMode::kAppend, 1, true, g, 8, 256, NarrowForm::kOn).threads, kda::cuda_config::kStepThreads);
+    EXPECT_EQ(plan(StepMode::kDecode, 1, false, g, 8, 256, NarrowForm::kOn).threads, kda::cuda_config::kStepThreads);
     EXPECT_EQ(plan(StepMode::kDecode, 1, false, g).ctas_per_sm, 4) << "fp32 decode";
     for (int qr : {4, 8, 16}) {
       const Plan a = plan(StepMode::kAppend, 1, false, g, qr);

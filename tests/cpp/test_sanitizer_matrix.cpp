@@ -5,8 +5,8 @@
 // caller error, strided slot tensors, padded slot strides, packed rows and separate views, gate
 // modes 1 (Split / Wide: the gate kernel too) and 2, the fold-warp twins (fused on Wide at one
 // CTA per SM), the dense verify form (record and fused on Wide at five CTAs per SM), the q = 1
-// kernels cut for six CTAs per SM (bf16 decode and append, fp32 append), Split 2's bf16 q = 1
-// kernels (one 64-row chunk), and B = 0 — each result checked against the float64 reference (check.h
+// kernels cut for six CTAs per SM (bf16 decode and append, fp32 append), the narrow form (bf16 decode and
+// per_token beyond one wave of six CTAs per SM), Split 2's bf16 q = 1 kernels (one 64-row chunk), and B = 0 — each result checked against the float64 reference (check.h
 // check_step). Every byte a kernel may read is initialised (initcheck), so a report is a kernel
 // bug.
 //
@@ -127,6 +127,7 @@ struct MCase {
   int null_slot;
   bool error;  // one request with a caller error (ACCEPTED)
   Variant variant;
+  bool narrow;  // the policy asks for the narrow form (Policy::narrow 'on')
   std::string name() const {
     std::ostringstream os;
     os << kind_name(kind) << " H" << H << " B" << B << " q" << q << (ds ? " DS" : " SD") << (conv_f32 ? " conv32" : "")
@@ -218,6 +219,7 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   Policy pol;
   pol.variant = gpu ? c.variant : Variant::kAuto;
   pol.gate_mode = c.gate2 ? kda::GateMode::kPrecomputed : c.gate1 ? kda::GateMode::kShared : kda::GateMode::kAuto;
+  if (gpu && c.narrow) pol.narrow = kda::NarrowForm::kOn;
   std::unordered_map<StepKey, Policy, kda::StepKeyHash> pols;
   if (c.kind != Kind::kCommit && c.kind != Kind::kFlush) pols[StepKey{to_mode(st.mode), B, q}] = pol;
   PreparedKda kda(dw, pols, c.ds, c.null_slot, pol);
@@ -325,12 +327,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   const bool gpu = have_gpu();
   std::vector<Variant> variants = {Variant::kAuto};
   if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kWS};
-  int n = 0, twins = 0, dense = 0, six = 0;
+  int n = 0, twins = 0, dense = 0, six = 0, narrow = 0;
+  const int sms = gpu_sms();
   uint64_t seed = 5000;
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 10; ++shape) {
+      for (int shape = 0; shape < 11; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -381,6 +384,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           if (q1 || v == Variant::kWS) continue;
           c.H = 4, c.B = 2, c.q = 4;
           c.ds = false, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1, c.gate1 = true;
+        } else if (shape == 10) {
+          // bf16 state, more than one wave of six CTAs per SM: decode and per_token (q = 1) on the narrow form
+          // (the policy asks for it on every card: Policy::narrow 'on'; 128-thread CTAs, two 32-row stages)
+          if (!gpu || v != Variant::kWide || (k != Kind::kDecode && k != Kind::kPerToken)) continue;
+          c.H = 4, c.B = kda::heuristics::kStepBf16Q1CtasPerSm * sms / 4 + 3, c.q = 1;
+          c.ds = k == Kind::kDecode, c.lb = true, c.bias = true, c.layout = 0, c.null_slot = -1;
+          c.state_bf16 = true, c.gate1 = k == Kind::kDecode, c.gate2 = k == Kind::kPerToken, c.narrow = true;
         } else if (shape == 9) {
           // record and fused at q = 1, gate mode 0 (one item): the recording kinds' q = 1 kernels read f_a that
           // other threads staged, behind the staged-inputs barrier that only the F_B dot needs there
@@ -401,12 +411,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
         twins += kda::counters::last_step_fold_warps.load() > 0;
         dense += kda::counters::last_step_kernel_ctas_per_sm.load() == kda::cuda_config::kDenseVerifyCtasPerSm;
         six += kda::counters::last_step_kernel_ctas_per_sm.load() == 6;
+        narrow += kda::cuda_config::kNarrowCtasPerSm > 0 &&
+                  kda::counters::last_step_kernel_ctas_per_sm.load() == kda::cuda_config::kNarrowCtasPerSm;
         ++n;
       }
   // the twins run where they are compiled with fold warps (cuda_config::fold_warps); the 544-item
   // shapes reach the dense form beyond one wave of four CTAs per SM, and the six-CTA q = 1
   // kernels beyond the spread grids (three per SM): on the H200's 132 SMs both
-  const int sms = gpu_sms();
   if (gpu && kda::cuda_config::fold_warps(1, 4, kda::cuda_config::kFoldWarpsMinBlocks) > 0)
     EXPECT_GE(twins, 1) << "no case ran a fold-warp twin";
   if (gpu && 544 > 4 * sms) EXPECT_GE(dense, 2) << "the dense verify form ran in fewer than two cases (record, fused)";
@@ -414,6 +425,8 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   if (gpu && 544 > 3 * sms && kda::heuristics::kStepBf16Q1CtasPerSm == 6 &&
       kda::heuristics::kStepF32AppendCtasPerSm == 6)
     EXPECT_GE(six, 3) << "the six-CTA q = 1 kernels ran in fewer than three cases";
+  if (gpu && kda::cuda_config::kNarrowCtasPerSm > 0)
+    EXPECT_EQ(narrow, 2) << "the narrow form ran in other than two cases (decode, per_token)";
   // B = 0 on every variant and kind (no launch, nothing written)
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kPerToken, Kind::kFused, Kind::kCommit, Kind::kFlush}) {
@@ -427,7 +440,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
     }
   std::cout << "[sanitizer-matrix] " << n << " cases on the " << (gpu ? "GPU" : "CPU (self-check, no GPU)") << " ("
             << twins << " on the fold-warp twins, " << dense << " on the dense verify form, " << six
-            << " on the six-CTA q = 1 kernels)\n";
+            << " on the six-CTA q = 1 kernels, " << narrow << " on the narrow form)\n";
 }
 
 }  // namespace

@@ -44,6 +44,22 @@ inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
   return small_grid_verify(split, q, min_blocks) ? kSmallGridVerifyCtasPerSm : min_blocks;
 }
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
+/// The narrow form: the Wide q = 1 kernel of the storing kinds (decode, per_token) with bf16 state in gate modes 1
+/// and 2 runs CTAs of kNarrowThreads threads, compiled for kNarrowCtasPerSm of them per SM (64 registers a thread),
+/// each thread on the q, k and v channel and the gate row of its index, its four warps on the rows in the 32-row
+/// chunks of the 256-thread form, eight rows a warp (step_kernel.cuh, NOTES: the narrow form; the planner's rule:
+/// heuristics::narrow_step).
+/// KDA_STEP_NARROW_CTAS_PER_SM: the ladder's knob (0: no narrow form; not the six of the 256-thread form, whose
+/// instantiation it would then be).
+#ifndef KDA_STEP_NARROW_CTAS_PER_SM
+#define KDA_STEP_NARROW_CTAS_PER_SM 8
+#endif
+inline constexpr int kNarrowThreads = 128;
+inline constexpr int kNarrowCtasPerSm = KDA_STEP_NARROW_CTAS_PER_SM;
+/// Whether a Split/Wide step of this shape has a narrow form (`storing`: its kind stores the rows after the token).
+inline constexpr bool narrow_form(int split, int q, int state_bytes, bool storing) {
+  return kNarrowCtasPerSm > 0 && split == 1 && q == 1 && state_bytes == 2 && storing;
+}
 /// Split 2 with bf16 state at q = 1 takes its 64 rows as one chunk (16 KiB, the bytes of an fp32
 /// chunk; eight rows a warp) in kernels compiled for two CTAs per SM (90 / 94 registers where four
 /// allow 64; split_q1_min_blocks). Its plans lay out one CTA per SM (up to 66 items), so the

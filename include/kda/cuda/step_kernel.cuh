@@ -202,7 +202,18 @@ struct StepTraits {
   static_assert(kChunksPerPass >= 1 &&
                     cuda_config::chunks_per_cta(SPLIT_, Q_, int(sizeof(StateT_))) % kChunksPerPass == 0,
                 "chunks per pass");
-  static constexpr int kThreads = cuda_config::kStepThreads;
+  /// The narrow form (cuda_config::narrow_form; NOTES: the narrow form, in the kernel): the instantiation for
+  /// kNarrowCtasPerSm CTAs per SM of the storing kinds' lean bf16 kernel runs CTAs of kNarrowThreads.
+  static constexpr bool kNarrow =
+      cuda_config::narrow_form(SPLIT_, Q_, int(sizeof(StateT_)), KINDS_ == cuda_config::kStoringStepKinds) &&
+      !GATE_FB_ && MIN_BLOCKS_ == cuda_config::kNarrowCtasPerSm;
+  static constexpr int kThreads = kNarrow ? cuda_config::kNarrowThreads : cuda_config::kStepThreads;
+  /// The six-CTA bf16 kernel of the storing kinds tests a thread's conv roles one after the other (`if (tid < K)`,
+  /// then `if (tid >= K && …)`) instead of as if / else if: the same work, compiled otherwise; H100, bf16 decode at
+  /// 768 items in gate mode 2 4.8–5.6% faster (21.60–21.81 against 22.68–23.11 µs in three runs), 1536 items up to
+  /// 1%, elsewhere within ±0.5% (docs/data/ladder_s56/run4–run6, rung ifif); the append kernel lost 0.7% with it.
+  static constexpr bool kConvTwoTests =
+      kLeanVectors && !kNarrow && sizeof(StateT_) == 2 && KINDS_ == cuda_config::kStoringStepKinds;
   static constexpr int kWarps = kThreads / 32;
   /// The fold warps the launch adds (NOTES: fold warps, in the kernel; cuda_config::fold_warps):
   /// the twins of the small-grid verify form, bounded as one CTA of kThreads + 32 · kFoldWarps
@@ -215,8 +226,8 @@ struct StepTraits {
   static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit, Q_, int(sizeof(StateT_)));  // RC / CR
   static constexpr int kRowsPerWarp = kChunkRows / kWarps;                                       // RPW
   static_assert(kRowsPerWarp >= 2 && kRowsPerWarp * kWarps == kChunkRows, "rows per warp");
-  static_assert(kThreads % kHeadDim == 0 && kThreads >= 2 * kHeadDim, "a thread per (channel, k | q)");
-  static_assert(kRows <= kThreads - kHeadDim, "one thread per own v channel");
+  static_assert(kThreads % kHeadDim == 0 && (kNarrow || kThreads >= 2 * kHeadDim), "a thread per (channel, k | q)");
+  static_assert(kNarrow || kRows <= kThreads - kHeadDim, "one thread per own v channel");
 };
 
 /// v into element i of `local` in every rank's shared memory by st.async, each store completing
@@ -367,8 +378,18 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // ---- before the PDL wait: barriers and weights only -----------------------------------
   // the conv taps and bias before the wait where T::kConvWeightsBeforeWait (q / k: cwe[0..3], cwe[4..7], cbe[0..1];
   // v: cwe[0..3], cbe[0]); not load_conv_weights' cw, cb below: shared, they moved verify kernels' register choices
-  float cwe[8], cbe[2];
-  if constexpr (T::kConvWeightsBeforeWait) {
+  constexpr bool NARROW = T::kNarrow;
+  float cwe[NARROW ? 12 : 8], cbe[NARROW ? 3 : 2];
+  if constexpr (T::kConvWeightsBeforeWait && NARROW) {
+    // (the narrow form: the thread's q, k and v channel: cwe[0..3], cwe[4..7], cwe[8..11], cbe[0..2])
+    const int cq0 = h * K + tid;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      cwe[j] = p.conv_w[(0 * 4 + j) * D + cq0], cwe[4 + j] = p.conv_w[(1 * 4 + j) * D + cq0],
+      cwe[8 + j] = p.conv_w[(2 * 4 + j) * D + cq0];
+    cbe[0] = p.conv_b ? p.conv_b[cq0] : 0.f, cbe[1] = p.conv_b ? p.conv_b[D + cq0] : 0.f;
+    cbe[2] = p.conv_b ? p.conv_b[2 * D + cq0] : 0.f;
+  } else if constexpr (T::kConvWeightsBeforeWait) {
     const int cq0 = h * K + tid, cv0 = 2 * D + h * K + rank * RC + (tid - K);
     if (tid < K) {
 #pragma unroll
@@ -537,9 +558,11 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   // the old window columns off..off+2 and x_0 of the thread's channels (threads 0–127: the q
   // and k channel of their index; 128…: the own v channels), before the barrier
-  const int cq = h * K + tid, ck = D + cq;                      // tid < 128
-  const int vj = tid - K, cv = 2 * D + h * K + rank * RC + vj;  // 128 <= tid < 128 + RC
+  const int cq = h * K + tid, ck = D + cq;  // tid < 128
+  // (the own v channel: threads 128 … 128 + RC − 1; the narrow form: every thread, of its index)
+  const int vj = NARROW ? tid : tid - K, cv = 2 * D + h * K + rank * RC + vj;
   float w0[3], w1[3], x0 = 0.f, x1 = 0.f;
+  [[maybe_unused]] float wv[3], xv0 = 0.f;  // the narrow form's v channel
   // the conv taps and bias of the thread's channels (q / k: cw[0..3], cw[4..7], cb[0..1]; v: cw[0..3],
   // cb[0]): loaded in the first wave where T::kEarlyConvWeights, else at the conv
   float cw[8], cb[2];
@@ -570,7 +593,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // K…2K−1, whose conv is the lighter), instead of two (the halves of mode 0's dot)
   const bool gate_one_thread = T::kQ == 1 && !gate_from_fb;
   const int grow = gate_one_thread ? tid & (K - 1) : gi;
-  const bool gwriter = gate_one_thread ? tid >= K : gpart == 0;
+  const bool gwriter = gate_one_thread ? (NARROW || tid >= K) : gpart == 0;
   float z1 = 0.f;
   if constexpr (T::kQ == 1) {
     // NOTES: the first wave. Every input a thread reads before the staged-inputs barrier is
@@ -578,7 +601,46 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // its load, and a load placed after that use (a later loop or branch) waits with it, one
     // dependent round trip per such block (window, then gate logit, then f_a, then out gate).
     static_assert(kRank == K, "f_a staged one element per q/k-channel thread");
-    if (tid < K) {
+    if constexpr (NARROW) {
+      // NOTES: the narrow form (T::kNarrow; heuristics::narrow_step has the measurements). The six-CTA bf16
+      // kernel is bound by each item's dependent chain, and at 40 registers no more CTAs of 256 threads fit an
+      // SM. Here a CTA has 128 threads: each thread loads, convolves and stores the window of the q, k and v
+      // channel of its index and computes the gate of that row (the 256-thread form splits those over two
+      // threads), its four warps take the rows of each 32-row chunk, eight a warp (two stages at eight CTAs per
+      // SM), and eight CTAs fit an SM: a longer chain per item, more items in flight. Every value takes the same
+      // operations as in the 256-thread form, so the bits are the same (CudaVsCpu.Bf16NarrowFormEqualsSixCtaForm).
+      // Here: every load of the first wave (windows and x of three channels, the gate logit, the out gate, β of
+      // thread 0, the per-token slot of thread 32), then their conversions.
+      const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck), v(p, r.win_in, cv);
+      uint32_t ra[3], rk[3], rv[3];
+      a.raw3(off, ra);
+      k.raw3(off, rk);
+      v.raw3(off, rv);
+      const uint16_t* xr = p.qkv + row_base * p.qkv_row;
+      const uint16_t xq = xr[cq], xk = xr[ck], xv = xr[cv];
+      const bool og_here = p.output_norm;
+      const uint16_t og = og_here ? p.out_gate[row_base * p.out_gate_row + h * K + tid] : uint16_t(0);
+      const uint16_t bt = tid == 0 ? p.beta[row_base * p.beta_row + h] : uint16_t(0);
+      const int32_t ts = kind_is<KINDS, StepMode::kPerToken>(mode) && tid == 32 ? int32_t(slot_at(p, b, 0)) : 0;
+      if (gate_from_ws) {
+        cudaGridDependencySynchronize();  // the late wait: the gate kernel's logits
+        z1 = p.gate_ws[row_base * p.gate_ws_row + h * K + grow];
+      } else {
+        z1 = ld_bf16(p.gate_in + row_base * p.gate_in_row + h * K + grow);
+      }
+#pragma unroll
+      for (int j = 0; j < 3; ++j) w0[j] = a.value(ra[j]), w1[j] = k.value(rk[j]), wv[j] = v.value(rv[j]);
+      x0 = bf16_to_f32(xq), x1 = bf16_to_f32(xk), xv0 = bf16_to_f32(xv);
+      if constexpr (T::kFirstStagesAfterWindow) {
+        if (tid == 0) {  // (NOTES: the first stages after the window, below)
+          asm volatile("" ::"f"(w0[0]), "f"(w0[1]), "f"(w0[2]), "f"(w1[0]), "f"(wv[0]), "f"(x0), "f"(x1), "f"(xv0));
+          issue_first_stages();
+        }
+      }
+      if (og_here) s_og[tid] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(og));
+      if (tid == 0) s_beta[0] = sigmoidf_<T::kApproxRcp>(bf16_to_f32(bt));
+      if (kind_is<KINDS, StepMode::kPerToken>(mode) && tid == 32) s_tslots[0] = ts;
+    } else if (tid < K) {
       // q and k channel: window, x, and the inputs staged by threads 0–127 (f_a of mode 0, the
       // out gate of the own rows, beta, the per-token slot)
       const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck);
@@ -806,7 +868,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // ---- conv + SiLU. New window columns are written once the old ones are read (SPLIT > 1:
   //      the q/k columns, read by every rank, are staged for rank 0) ----------------------------
   if constexpr (T::kQ != 1 && !T::kEarlyTokenInputs) load_window();
-  if (tid < K) {
+  // (the q / k channel of threads 0–127, the own v channel of threads 128…; the narrow form: both, every thread)
+  auto conv_qk = [&] {
     float wq[4], wk[4], bq, bk;
     if constexpr (T::kConvWeightsBeforeWait) {
 #pragma unroll
@@ -869,9 +932,15 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       q0 = q1, q1 = q2, q2 = xq;
       k0 = k1, k1 = k2, k2 = xk;
     }
-  } else if (tid < K + RC) {
+  };
+  auto conv_v = [&] {
     float w[4], bias;
-    if constexpr (T::kConvWeightsBeforeWait) {
+    if constexpr (T::kConvWeightsBeforeWait && NARROW) {
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) w[jj] = cwe[8 + jj];
+      bias = cbe[2];
+      w0[0] = wv[0], w0[1] = wv[1], w0[2] = wv[2], x0 = xv0;  // (the q channel's are used above)
+    } else if constexpr (T::kConvWeightsBeforeWait) {
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj) w[jj] = cwe[jj];
       bias = cbe[0];
@@ -902,6 +971,17 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       s_yv[t * RC + vj] = silu<T::kApproxRcp>(a);
       h0 = h1, h1 = h2, h2 = x;
     }
+  };
+  if constexpr (NARROW) {
+    conv_qk();
+    conv_v();
+  } else if constexpr (T::kConvTwoTests) {
+    if (tid < K) conv_qk();
+    if (tid >= K && tid < K + RC) conv_v();
+  } else if (tid < K) {
+    conv_qk();
+  } else if (tid < K + RC) {
+    conv_v();
   }
 
   // ---- staged records (fused / append): wait for them, replace g by e = exp(g) ------------

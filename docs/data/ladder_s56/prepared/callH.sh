@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Call H (any H100 / H200): the tree with the narrow form in 32-row chunks — its GPU tests (the narrow form asked for
+# by the policy, the equality of the two forms, the kernels beside them), the sanitizer matrix on the GPU and the four
+# sanitizers on the equality test; then on an H200 bf16 decode of the tree (the planner's rule), --narrow off and
+# session 55's product (s55) at 768–24,576 items, gate modes auto and 2 (LADDER_H1, H2), elsewhere the narrow form
+# asked for against off at four points (LADDER_H3, H4); two passes in both orders.
+set -uo pipefail
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
+mkdir -p /tmp/b && tar xJf .gpuH/binH.tar.xz -C /tmp/b
+B=/tmp/b/bin D=docs/data/ladder_s56/prepared
+F='CudaVsCpu.Bf16Narrow*:CudaVsCpu.Bf16SixCtasPerSmWide:CudaVsCpu.AutoVariantAtTheTablesEdges:CudaVsCpu.BitwiseDeterministicPerVariant:CudaVsCpu.GraphCaptureAndReplay:CudaVsCpu.ErrorFlagsOnDevice:CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.EveryVariantEveryStepKind'
+timeout 200 $B/kda_cuda_tests --gtest_filter="$F" > "$OUT/tests_cuda.txt" 2>&1; echo "cuda tests rc $?"
+grep -E "^\[  (PASSED|FAILED) |Failure|narrow form" "$OUT/tests_cuda.txt" | head -12
+timeout 150 $B/kda_tests --gtest_filter='SanitizerMatrix.*' > "$OUT/tests_matrix.txt" 2>&1; echo "matrix rc $?"
+grep -E "sanitizer-matrix|^\[  (PASSED|FAILED) " "$OUT/tests_matrix.txt" | head -4
+for tool in racecheck memcheck synccheck initcheck; do
+  timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $B/kda_cuda_tests \
+    --gtest_filter='CudaVsCpu.Bf16NarrowFormEqualsSixCtaForm' > "$OUT/san_$tool.txt" 2>&1; echo "$tool rc $?"
+  tail -1 "$OUT/san_$tool.txt"
+done
+if [[ $GPU == *H200* ]]; then
+  BIN=$B benchmarks/ladder/ladder_passes.sh $D/LADDER_H1.txt $D/LADDER_H2.txt
+else
+  BIN=$B benchmarks/ladder/ladder_passes.sh $D/LADDER_H3.txt $D/LADDER_H4.txt
+fi
+cat "$OUT/ladder_summary.txt"
