@@ -902,6 +902,12 @@ def test_policies_and_plan():
     assert kd.Policy(pitch=3, gate_mode=2, variant="wide") == kd.Policy(pitch=3, gate_mode="2", variant="wide")
     assert kd.Policy() != kd.Policy(gate_mode=0)
     assert "wide" in repr(kd.Policy(variant="wide"))
+    # the narrow form's switch (Wide's bf16 q = 1 decode / per_token CTA form): part of the value, checked by name
+    assert kd.Policy().narrow == "auto" and kd.Policy(narrow="on") != kd.Policy(narrow="off")
+    assert kd.Policy(narrow="off") == kd.Policy(narrow="off") and "narrow='on'" in repr(kd.Policy(narrow="on"))
+    assert hash(kd.Policy(narrow="on")) != hash(kd.Policy())
+    with pytest.raises(ValueError, match="narrow"):
+        kd.Policy(narrow="wide")
     with pytest.raises(ValueError, match="mode"):
         kda.plan("prefill", 1, 1, pool.caches())
 
