@@ -399,8 +399,14 @@ int main(int argc, char** argv) {
   const double ceiling = copy_ceiling();
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write)\n", prop.name,
-              prop.multiProcessorCount, ceiling / 1e9);
+  // (the memory clock and bus width the planner's DRAM bandwidth comes from: DeviceInfo::dram_gbps)
+  int mem_khz = 0, bus_bits = 0;
+  CK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
+  CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
+  std::printf(
+      "# %s, %d SMs; copy ceiling %.0f GB/s (1 GiB D2D, median of 15, read+write); memory clock %d MHz, "
+      "bus %d bits\n",
+      prop.name, prop.multiProcessorCount, ceiling / 1e9, mem_khz / 1000, bus_bits);
   if (!peer.empty() && !same_card(prop.name, peer_device)) {
     std::printf("# the peer's figures were measured on %s, this run is on %s: ours/p compares two cards\n",
                 peer_device.c_str(), prop.name);
