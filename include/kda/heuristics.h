@@ -205,8 +205,8 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 /// are in flight per SM. What pays depends on how many bytes per SM must be in flight to keep the DRAM busy (its
 /// bandwidth per SM times its latency). H200 (4.8 TB/s, 36 GB/s per SM), bf16 decode, gate mode 2 / `auto`, the
 /// narrow form in 16-row chunks (four rows a warp, four stages): 1536 items 1.0 / 2.3% and 3072–24,576 items 2.1–3.8%
-/// faster with eight CTAs of 128 per SM than with six of 256 (H = 96, B = 256 467.94 against 480.27 µs in mode 2, 476.17 against 487.18 in
-/// `auto`; B = 64 120.76 / 122.95 against 124.06 / 126.34); ten per SM (48 registers) 0–0.7% behind eight, twelve (40
+/// faster with eight CTAs of 128 per SM than with six of 256 (H = 96, B = 256 467.94 against 480.27 µs in mode 2,
+/// 476.17 against 487.18 in `auto`; B = 64 120.76 / 122.95 against 124.06 / 126.34); ten per SM (48 registers) 0–0.7% behind eight, twelve (40
 /// registers, 40 bytes of spills) 1.9–3.5% behind the six; at 768 items, one wave of six per SM, the six win by 2.5–7%
 /// (the narrow CTA's longer chain shows where no second wave follows; docs/data/ladder_s56/run3). The form taken has
 /// the six's 32-row chunks (eight rows a warp, two stages: half the refills), up to 4.3% faster than 16-row ones on
