@@ -572,6 +572,17 @@ TEST_F(CudaVsCpu, FusedFoldsUpToQrPendingRecords) {
     }
 }
 
+/// The fields the lean q = 1 forms' tests (six CTAs per SM, the narrow form) vary with their repetition rep (0–3):
+/// forced Wide or `auto`, gate mode 1 or 2, the window layout, the output norm, the gate's activation.
+void vary_lean_q1(Config& c, int rep) {
+  c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
+  c.gate1 = rep % 2 == 0;
+  c.gate2 = !c.gate1;
+  c.ds = rep < 2;
+  c.output_norm = rep != 1;
+  c.lower_bound = rep & 1;
+}
+
 /// bf16 state, q = 1, gate modes 1 and 2 on a grid that fills the GPU more than three times: the
 /// Wide kernel cut for six CTAs per SM (its plan says so), decode and append (Qr 4 and 16),
 /// both layouts, with and without the output norm, forced and auto, against the CPU backend.
@@ -585,13 +596,8 @@ TEST_F(CudaVsCpu, Bf16SixCtasPerSmWide) {
       c.state_bf16 = true;
       c.H = 4;
       c.B = 100;  // 400 items: more than three CTAs per SM, so not spread (kStepSpreadCtasPerSm)
-      c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
-      c.gate1 = rep % 2 == 0;
-      c.gate2 = !c.gate1;
-      c.ds = rep < 2;
-      c.output_norm = rep != 1;
+      vary_lean_q1(c, rep);
       c.Qr = rep % 2 ? 16 : 4;
-      c.lower_bound = rep & 1;
       Plan pl;
       run_case(c, seed++, &pl);
       EXPECT_EQ(pl.ctas_per_sm, 6) << c.name() << ": " << pl.describe();
@@ -621,13 +627,8 @@ TEST_F(CudaVsCpu, Bf16NarrowForm) {
       c.narrow = NarrowForm::kOn;
       c.H = 4 + rep % 2;
       c.B = (kda::heuristics::kStepBf16Q1CtasPerSm * sms) / c.H + 7;  // more than one wave of six CTAs per SM
-      c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
-      c.gate1 = rep % 2 == 0;
-      c.gate2 = !c.gate1;
-      c.ds = rep < 2;
-      c.output_norm = rep != 1;
+      vary_lean_q1(c, rep);
       c.out_slots = m == StepMode::kDecode && rep == 2;
-      c.lower_bound = rep & 1;
       c.eps = rep == 2 ? 1e-3f : 1e-5f;
       Plan pl;
       run_case(c, seed++, &pl);
