@@ -4,7 +4,7 @@
 # CMAKE_CXX_FLAGS and CMAKE_CUDA_FLAGS: cmake -S <that checkout> -B build/nf -G Ninja -DKDA_BUILD_TESTS=ON
 # -DKDA_BUILD_BENCHMARKS=ON -DKDA_CUDA_ARCHS=90a -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=…" "-DCMAKE_CUDA_FLAGS=…"),
 # the planted bug pb (INC_PB: a copy of include/ with rung_pb.diff) and session 56's vf (/tmp/binG, from .gpuG).
-# (The .gpuA left by session 57: tree, off and kda_cuda_tests built from main at 5c1df9b; nf, and pb's library, from
+# (The .gpuA left by session 57: tree and off built from main at 5c1df9b, kda_cuda_tests at 63c47ff; nf, and pb's library, from
 # the tree with rung_nf.diff at its default, which builds no fp32 narrow form and plans as main does.)
 # (The carry holds no wheel: the working tree and .gpuA must stay under 64 MiB.)
 set -euo pipefail
