@@ -199,26 +199,26 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 /// (cuda_config::narrow_form: 128 threads an item, cuda_config::kNarrowCtasPerSm CTAs per SM) rather than six CTAs of
 /// 256 per SM: where the grid is more than one wave of six per SM and the device's peak DRAM bandwidth is at least
 /// kNarrowMinDramGbpsPerSm per SM (a policy may ask for either form: Policy::narrow).
-/// NOTES: the narrow form. The six-CTA kernel is bound by each item's dependent chain (request, first wave, conv,
-/// gate, norms, then the rows; 0.54 instructions issued per scheduler, ladder_s49), and its 40 registers leave no
-/// room for more CTAs of 256 threads; a CTA of 128 threads takes the same chain with half the threads, so more items
-/// are in flight per SM. What pays depends on how many bytes per SM must be in flight to keep the DRAM busy (its
-/// bandwidth per SM times its latency). H200 (4.8 TB/s, 36 GB/s per SM), bf16 decode, gate mode 2 / `auto`, the
-/// narrow form in 16-row chunks (four rows a warp, four stages): 1536 items 1.0 / 2.3% and 3072–24,576 items 2.1–3.8%
-/// faster with eight CTAs of 128 per SM than with six of 256 (H = 96, B = 256 467.94 against 480.27 µs in mode 2,
-/// 476.17 against 487.18 in `auto`; B = 64 120.76 / 122.95 against 124.06 / 126.34); ten per SM (48 registers) 0–0.7% behind eight, twelve (40
+/// NOTES: the narrow form. The six-CTA kernel is bound by each item's dependent chain (request, first wave, conv, gate,
+/// norms, then the rows; 0.54 instructions issued per scheduler, ladder_s49), and its 40 registers leave no room for
+/// more CTAs of 256 threads; a CTA of 128 threads takes the same chain with half the threads, so more items are in
+/// flight per SM. What pays depends on how many bytes per SM must be in flight to keep the DRAM busy (its bandwidth per
+/// SM times its latency). H200 (4.8 TB/s, 36 GB/s per SM), bf16 decode, gate mode 2 / `auto`, the narrow form in 16-row
+/// chunks (four rows a warp, four stages): 1536 items 1.0 / 2.3% and 3072–24,576 items 2.1–3.8% faster with eight CTAs
+/// of 128 per SM than with six of 256 (H = 96, B = 256 467.94 against 480.27 µs in mode 2, 476.17 against 487.18 in
+/// `auto`; B = 64 120.76 / 122.95 against 124.06 / 126.34); ten per SM (48 registers) 0–0.7% behind eight, twelve (40
 /// registers, 40 bytes of spills) 1.9–3.5% behind the six; at 768 items, one wave of six per SM, the six win by 2.5–7%
 /// (the narrow CTA's longer chain shows where no second wave follows; docs/data/ladder_s56/run3). The form taken has
-/// the six's 32-row chunks (eight rows a warp, two stages: half the refills), up to 4.3% faster than 16-row ones on
-/// an H100 (run 8; not yet measured on the H200). H100 (3.35 TB/s, 25 GB/s per SM): 16-row chunks 1.7–5.0% slower
-/// than the six at 1536 items and 0.1–1.1% from 3072 (runs 4–6), 32-row ones −1.1…+0.1% (run 9): the rule keeps the
-/// six there.
+/// the six's 32-row chunks (eight rows a warp, two stages: half the refills), up to 4.3% faster than 16-row ones on an
+/// H100 (run 8; not yet measured on the H200). H100 (3.35 TB/s, 25 GB/s per SM): 16-row chunks 1.7–5.0% slower than the
+/// six at 1536 items and 0.1–1.1% from 3072 (runs 4–6), 32-row ones −1.1…+0.1% (run 9): the rule keeps the six there.
 /// KDA_STEP_NARROW_MIN_GBPS_PER_SM: the ladder's knob.
 #ifndef KDA_STEP_NARROW_MIN_GBPS_PER_SM
 #define KDA_STEP_NARROW_MIN_GBPS_PER_SM 30
 #endif
 inline constexpr int64_t kNarrowMinDramGbpsPerSm = KDA_STEP_NARROW_MIN_GBPS_PER_SM;
-/// The rule's grid part: more CTAs than one wave of six per SM (where Policy::narrow 'on' takes the form on any device).
+/// The rule's grid part: more CTAs than one wave of six per SM (where Policy::narrow 'on' takes the form on any
+/// device).
 inline bool narrow_grid(int64_t ctas, int sms) {
   return cuda_config::kNarrowCtasPerSm > 0 && sms > 0 && ctas > int64_t(kStepBf16Q1CtasPerSm) * sms;
 }
