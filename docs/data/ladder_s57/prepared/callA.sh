@@ -5,9 +5,9 @@
 # 16-row chunks; --narrow on), 768–24,576 items, gate modes auto and 2. On another card: the narrow forms' tests, the
 # tree's whole C++ GPU suite (four shards), racecheck and memcheck on the fp32 narrow form's test, and the fp32 half
 # of the ladder (LADDER_A3 / A4). Everywhere: the planted bug (pb: the narrow form's v conv takes the q channel's x),
-# whose narrow-form tests must fail. Then, on any card with time left (session 58): the narrow-form tests of vf (session 56's
-# rung: the narrow form's v conv before the q / k conv, rebuilt on the tree) and bf16 decode of vf against the tree,
-# two passes (LADDER_A5 / A6).
+# whose narrow-form tests must fail. Session 58 added vf (session 56's rung: the narrow form's v conv before the q / k
+# conv, rebuilt on the tree): its narrow-form tests and bf16 decode against the tree, two passes (LADDER_A5 / A6), on
+# an H200 after A1 / A2, and with VF_ONLY=1 on another card after the tree's GPU suite, while CAP's seconds last.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 mkdir -p /tmp/b && tar xJf .gpuA/binA.tar.xz -C /tmp/b
@@ -16,6 +16,12 @@ narrow_tests() {  # NAME BINARY
   timeout 150 "$2" --gtest_filter='CudaVsCpu.*Narrow*' --gtest_brief=1 > "$OUT/tests_$1.txt" 2>&1
   echo "tests $1: rc $? $(grep -cE '^\[  FAILED  \] CudaVsCpu' "$OUT/tests_$1.txt") failed; $(grep -E '^\[  (PASSED|FAILED)  \] [0-9]' "$OUT/tests_$1.txt" | tr '\n' ' ')"
 }
+ladder_until_cap() {  # CAP_DEFAULT LADDER1 LADDER2: the passes in the seconds left of CAP, none where under 40 are
+  local left=$((${CAP:-$1} - SECONDS))
+  ((left > 40)) || { echo "ladder $2: no time left (CAP)"; return; }
+  BIN=/tmp/b/bin timeout $left benchmarks/ladder/ladder_passes.sh "$2" "$3"
+  cat "$OUT/ladder_summary.txt"
+}
 if [[ $GPU == *H200* ]]; then
   narrow_tests nf /tmp/b/bin/kda_cuda_tests_nf
   narrow_tests pb /tmp/b/bin/kda_cuda_tests_pb
@@ -23,18 +29,13 @@ if [[ $GPU == *H200* ]]; then
   BIN=/tmp/b/bin timeout 260 benchmarks/ladder/ladder_passes.sh $D/LADDER_A1.txt $D/LADDER_A2.txt
   cat "$OUT/ladder_summary.txt"
   mv "$OUT/ladder_summary.txt" "$OUT/ladder_summary_A12.txt" && mv "$OUT/ladder.tgz" "$OUT/ladder_A12.tgz"
-  left=$((${CAP:-540} - SECONDS))
-  if ((left > 40)); then
-    BIN=/tmp/b/bin timeout $left benchmarks/ladder/ladder_passes.sh $D/LADDER_A5.txt $D/LADDER_A6.txt
-    cat "$OUT/ladder_summary.txt"
-  fi
+  ladder_until_cap 540 $D/LADDER_A5.txt $D/LADDER_A6.txt
 elif [[ ${VF_ONLY:-0} == 1 ]]; then  # (session 58: the other card's branch below ran in session 57's run 1)
   narrow_tests vf /tmp/b/bin/kda_cuda_tests_vf
   narrow_tests pb /tmp/b/bin/kda_cuda_tests_pb
   BIN=/tmp/b/bin OUT=$OUT/v STAGES="cuda" GTEST_SHARDS=4 GTEST_TIMEOUT=150 scripts/gpu_run.sh 2>&1 | grep '^== '
   tar czf "$OUT/v.tgz" -C "$OUT" v && rm -rf "$OUT/v"
-  BIN=/tmp/b/bin timeout $((${CAP:-400} - SECONDS)) benchmarks/ladder/ladder_passes.sh $D/LADDER_A5.txt $D/LADDER_A6.txt
-  cat "$OUT/ladder_summary.txt"
+  ladder_until_cap 400 $D/LADDER_A5.txt $D/LADDER_A6.txt
 else
   narrow_tests pb /tmp/b/bin/kda_cuda_tests_pb
   narrow_tests nf /tmp/b/bin/kda_cuda_tests_nf
