@@ -84,16 +84,9 @@ def report(instrs, items, top=20):
 
 def source_lines(dis_path):
     """The file:line each SASS instruction of an `nvdisasm -g` listing came from, in address
-    order (None before the first line marker)."""
-    loc, out = None, []
-    with open(dis_path) as f:
-        for line in f:
-            m = re.search(r'//## File "([^"]+)", line (\d+)', line)
-            if m:
-                loc = f"{os.path.basename(m.group(1))}:{m.group(2)}"
-            elif re.match(r"^\s+/\*[0-9a-f]{4,}\*/", line):  # (5 digits past 64 KiB of code)
-                out.append(loc)
-    return out
+    order (None before the first line marker): the last marker before it (with `-gi`, the
+    outermost caller of its inline chain)."""
+    return [f"{c[-1][0]}:{c[-1][1]}" if c else None for c in source_chains(dis_path)]
 
 
 def by_line(instrs, locs, items, top=40):
