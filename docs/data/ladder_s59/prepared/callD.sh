@@ -6,7 +6,7 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $
 [[ $GPU == *H200* ]] || { echo "not an H200: nothing run"; exit 0; }
 mkdir -p /tmp/b && tar xJf .gpuA/binA.tar.xz -C /tmp/b
 D=docs/data/ladder_s57/prepared
-for n in nf vf; do
+for n in nf; do
   timeout 100 /tmp/b/bin/kda_cuda_tests_$n --gtest_filter='CudaVsCpu.*Narrow*' --gtest_brief=1 > "$OUT/tests_$n.txt" 2>&1
   echo "tests $n: rc $? $(grep -E '^\[  (PASSED|FAILED)  \] [0-9]' "$OUT/tests_$n.txt" | tr '\n' ' ')"
 done
