@@ -18,7 +18,8 @@ helper's line (a table of the biggest lines, not of the caller's phases).
 instruction block preceded by its whole inline chain, innermost first), each instruction goes to
 the innermost line of its chain that lies in FILE, and that line to the phase whose
 `// ---- name` comment in FILE comes last before it (the step kernel's sections: the request,
-the gate, the conv, the rows, …). Lambdas and helpers inlined into a section count in it.
+the gate, the conv, the rows, …). Helpers from other files count where FILE calls them; a
+lambda of FILE counts where its body is written, not where it is called.
 
 A step kernel is bound by instruction issue where ncu's "Issued Warp Per Scheduler" is high
 (record / fused verify: 0.7–0.8); its time then follows the count this prints.

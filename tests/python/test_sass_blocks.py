@@ -73,3 +73,43 @@ def test_source_lines(tmp_path):
     assert got[1][0] == "step_kernel.cuh:10" and got[1][1] == 17.0
     with pytest.raises(ValueError, match="not the same kernel"):
         sb.by_line(instrs, locs[:3], items=2)
+
+
+def test_phases(tmp_path):
+    sb = _tool()
+    # a kernel file of two sections; a helper inlined into a lambda of the second one, which the first one calls
+    # (counted where the lambda is written); an instruction with no line of the file
+    src = tmp_path / "step_kernel.cuh"
+    src.write_text("\n".join([
+        "template <class T>",                                  # 1
+        "  // ---- the request: one load --------------",     # 2
+        "  const int slot = p.slots[b];",                      # 3
+        "  // ---- the rows ------------------------------",   # 4
+        "  for (int c = 0; c < NCH; ++c)",                     # 5
+        "    fold_record_e(S, u, k, e);",                      # 6
+    ]) + "\n")
+    dis = tmp_path / "k.dis"
+    dis.write_text("\n".join([
+        "\t//## File \"/x/step_kernel.cuh\", line 3",
+        "        /*0000*/                   LDG R1, [R2] ;",
+        "\t//## File \"/x/item.cuh\", line 274 inlined at \"/x/step_kernel.cuh\", line 6",
+        "\t//## File \"/x/step_kernel.cuh\", line 6 inlined at \"/x/step_kernel.cuh\", line 3",
+        "\t//## File \"/x/step_kernel.cuh\", line 3",
+        "        /*0010*/                   FFMA R1, R2, R3, R1 ;",
+        "        /*0020*/                   FMUL R4, R5, R6 ;",
+        "\t//## File \"/x/common.cuh\", line 97",
+        "        /*0030*/                   EXIT ;",
+    ]) + "\n")
+    rows = [("LDG R1", 16, 6), ("FFMA R1", 64, 2), ("FMUL R4", 64, 2), ("EXIT", 2, 0)]
+    instrs = sb.load(_write(tmp_path, rows))
+    chains = sb.source_chains(str(dis))
+    assert chains[1] == [("item.cuh", 274), ("step_kernel.cuh", 6), ("step_kernel.cuh", 3)]
+    # the -g view keeps the last marker of the block (here the outermost caller)
+    assert sb.source_lines(str(dis)) == ["step_kernel.cuh:3", "step_kernel.cuh:3", "step_kernel.cuh:3", "common.cuh:97"]
+    assert [name for _, name in sb.phase_marks(str(src))] == ["(before the first section)", "the request", "the rows"]
+    got = {name: (v, share) for name, v, share in sb.by_phase(instrs, chains, str(src), items=2)}
+    assert got["the rows"][0] == 64.0 and abs(got["the rows"][1] - 0.4) < 1e-12
+    assert got["the request"][0] == 8.0 and abs(got["the request"][1] - 0.6) < 1e-12
+    assert got["(no line in the file)"][0] == 1.0
+    with pytest.raises(ValueError, match="not the same kernel"):
+        sb.by_phase(instrs, chains[:3], str(src), items=2)
