@@ -2,7 +2,8 @@
 # Call B (prepared in session 58; an H200, after call A): the issue-slot use of fp32 append over whole Qr cycles, the
 # measurement issue 14's Qr = 16 ≤ 1.10 × Qr = 8 target waits on. Session 47's ncu of append (ladder_s47/run1, H100)
 # profiled one launch each, whose pending count is the launch's place in the cycle: one step of eight or sixteen, not
-# the mean. Here every step of two cycles is profiled (2·Qr launches after 32 skipped, a multiple of both cycles), with
+# the mean. Here 2·Qr launches after 32 skipped are profiled, meant as every step of two cycles; kda_bench launches each
+# step four times (four pools), so they cover 2·Qr / 4 steps, one per four launches (session 59, ladder_s59/run2), with
 # few metrics (one pass each): duration, warp instructions issued, issue slots busy, DRAM bytes. Carry [".gpuA"] (its
 # kda_bench_tree is the tree's).
 set -uo pipefail
