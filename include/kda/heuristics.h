@@ -208,10 +208,13 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 /// of 128 per SM than with six of 256 (H = 96, B = 256 467.94 against 480.27 µs in mode 2, 476.17 against 487.18 in
 /// `auto`; B = 64 120.76 / 122.95 against 124.06 / 126.34); ten per SM (48 registers) 0–0.7% behind eight, twelve (40
 /// registers, 40 bytes of spills) 1.9–3.5% behind the six; at 768 items, one wave of six per SM, the six win by 2.5–7%
-/// (the narrow CTA's longer chain shows where no second wave follows; docs/data/ladder_s56/run3). The form taken has
-/// the six's 32-row chunks (eight rows a warp, two stages: half the refills), up to 4.3% faster than 16-row ones on an
-/// H100 (run 8; not yet measured on the H200). H100 (3.35 TB/s, 25 GB/s per SM): 16-row chunks 1.7–5.0% slower than the
-/// six at 1536 items and 0.1–1.1% from 3072 (runs 4–6), 32-row ones −1.1…+0.1% (run 9): the rule keeps the six there.
+/// (the narrow CTA's longer chain shows where no second wave follows; docs/data/ladder_s56/run3). Its chunks: 16 rows
+/// (cuda_config::kNarrowChunkRows). The six's 32-row chunks (eight rows a warp, two stages: half the refills), up to
+/// 4.3% faster than 16-row ones on an H100 (ladder_s56/run8), were 2.5–2.8% slower on the H200 from 3072 items (H = 96,
+/// B = 256 `auto` 489.47 against 475.66 µs, gate mode 2 481.69 against 468.12; 1536 items a tie) and only tied the six
+/// there (docs/data/ladder_s60/run2, run3). H100 (3.35 TB/s, 25 GB/s per SM): 16-row chunks 1.7–5.0% slower than the
+/// six at 1536 items and 0.1–1.1% from 3072 (ladder_s56/run4–run6), 32-row ones −1.1…+0.1% (run 9): the rule keeps
+/// the six there.
 /// KDA_STEP_NARROW_MIN_GBPS_PER_SM: the ladder's knob.
 #ifndef KDA_STEP_NARROW_MIN_GBPS_PER_SM
 #define KDA_STEP_NARROW_MIN_GBPS_PER_SM 30
@@ -347,11 +350,11 @@ struct StepLayout {
 /// registers): the layout never asks for more.
 inline StepLayout step_layout(int q, int split, int state_bytes, int records, int64_t smem_per_sm, int64_t smem_optin,
                               int64_t ctas = 0, int sms = 0, int prefer_ctas_per_sm = kStepCtasPerSm,
-                              int64_t stage_bytes = kStepStageBytes) {
-  const int chunks = cuda_config::chunks_per_cta(split, q, state_bytes);
+                              int64_t stage_bytes = kStepStageBytes, int threads = cuda_config::kStepThreads) {
+  const int chunks = cuda_config::chunks_per_cta(split, q, state_bytes, threads);
   if (smem_per_sm <= 0) smem_per_sm = smem_optin + 1024;
   const bool small = sms > 0 && ctas <= 2 * int64_t(sms);
-  const int64_t stage = int64_t(cuda_config::chunk_rows(split, q, state_bytes)) * kHeadDim * state_bytes;
+  const int64_t stage = int64_t(cuda_config::chunk_rows(split, q, state_bytes, threads)) * kHeadDim * state_bytes;
   int top = chunks < cuda_config::kStepMaxStages ? chunks : cuda_config::kStepMaxStages;
   if (!small) {
     const int cap = int(stage_bytes / stage) < 1 ? 1 : int(stage_bytes / stage);
@@ -372,7 +375,7 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   for (int cps : order) {
     if (cps > prefer_ctas_per_sm) continue;
     for (int st = top; st >= 1; --st) {
-      const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q};
+      const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q, threads};
       const int64_t bytes = L.bytes();
       if (bytes + 256 > smem_optin || cps * (bytes + kStepSmemPerCtaOverhead) > smem_per_sm) continue;
       // spread: pad the CTA so that ⌈ctas / sms⌉ CTAs fit on an SM and one more does not

@@ -445,7 +445,8 @@ TEST(Plan, StateStagesFollowTheGridAndTheGateMode) {
                                 : kda::heuristics::kStepCtasPerSm;
       EXPECT_EQ(p.threads, narrow ? kda::cuda_config::kNarrowThreads : kda::cuda_config::kStepThreads) << what;
       EXPECT_EQ(p.ctas_per_sm, lean ? per_sm : c.ctas_per_sm) << what;
-      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3}.bytes(), per_sm);
+      expect_step_smem(p, d, kda::cuda_config::StepSmem{1, 1, p.ring_stages, bf16 ? 2 : 4, 0, 3, p.threads}.bytes(),
+                       per_sm);
       if (!bf16 && c.g != GateMode::kPerItem) {  // append: two, one at six CTAs per SM
         LayerShape la = l;
         la.records = 8;
@@ -582,14 +583,15 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
       EXPECT_EQ(a.ctas_per_sm, kda::heuristics::kStepBf16Q1CtasPerSm) << "append Qr = " << qr;
       EXPECT_LE(a.ctas_per_sm * (a.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
     }
-    // bf16 decode and per_token: the narrow form beyond one wave of six CTAs per SM (heuristics::narrow_step), two
-    // stages of its 32-row chunks at eight CTAs per SM; the 256-thread six-CTA form up to one wave, every chunk in
-    // flight
+    // bf16 decode and per_token: the narrow form beyond one wave of six CTAs per SM (heuristics::narrow_step), its
+    // chunks in flight at eight CTAs per SM (four 16-row ones, 16 KiB); the 256-thread six-CTA form up to one wave,
+    // every chunk in flight
     for (StepMode m : {StepMode::kDecode, StepMode::kPerToken}) {
       const Plan p = plan(m, 1, true, g);
       EXPECT_EQ(p.threads, kda::cuda_config::kNarrowThreads) << mode_name(m);
       EXPECT_EQ(p.ctas_per_sm, kda::cuda_config::kNarrowCtasPerSm) << mode_name(m);
-      EXPECT_EQ(p.ring_stages, 2) << mode_name(m);
+      EXPECT_EQ(p.ring_stages * kda::cuda_config::kNarrowChunkRows, 64) << mode_name(m);
+      EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{1, 1, p.ring_stages, 2, 0, 3, p.threads}.bytes())) << mode_name(m);
       EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
       const int one_wave = kda::heuristics::kStepBf16Q1CtasPerSm * d.sms / 96;  // B of one wave of six at H = 96
       const Plan s = plan(m, 1, true, g, 8, one_wave);

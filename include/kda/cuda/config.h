@@ -46,8 +46,8 @@ inline constexpr int step_kernel_ctas_per_sm(int split, int q, int min_blocks) {
 inline constexpr int rows_per_cta(int split) { return kHeadDim / split; }
 /// The narrow form: the Wide q = 1 kernel of the storing kinds (decode, per_token) with bf16 state in gate modes 1
 /// and 2 runs CTAs of kNarrowThreads threads, compiled for kNarrowCtasPerSm of them per SM (64 registers a thread),
-/// each thread on the q, k and v channel and the gate row of its index, its four warps on the rows in the 32-row
-/// chunks of the 256-thread form, eight rows a warp (step_kernel.cuh, NOTES: the narrow form; the planner's rule:
+/// each thread on the q, k and v channel and the gate row of its index, its four warps on the rows of kNarrowChunkRows-row
+/// chunks (step_kernel.cuh, NOTES: the narrow form; the planner's rule and the chunks' measurements:
 /// heuristics::narrow_step).
 /// KDA_STEP_NARROW_CTAS_PER_SM: the ladder's knob (0: no narrow form; not the six of the 256-thread form, whose
 /// instantiation it would then be).
@@ -69,15 +69,23 @@ inline constexpr bool narrow_form(int split, int q, int state_bytes, bool storin
 inline constexpr bool split2_bf16_q1_one_chunk(int split, int q, int state_bytes) {
   return split == 2 && q == 1 && state_bytes == 2;
 }
+/// The narrow form's chunk rows (four warps: a quarter of them a warp): 16, in four stages at eight CTAs per SM
+/// (heuristics::narrow_step). KDA_STEP_NARROW_CHUNK_ROWS: the ladder's knob (32: eight rows a warp, two stages).
+#ifndef KDA_STEP_NARROW_CHUNK_ROWS
+#define KDA_STEP_NARROW_CHUNK_ROWS 16
+#endif
+inline constexpr int kNarrowChunkRows = KDA_STEP_NARROW_CHUNK_ROWS;
+static_assert(kNarrowChunkRows == 16 || kNarrowChunkRows == 32, "the narrow form's chunks: 16 or 32 rows");
 /// The rows of a state chunk (a stage) and the chunks of a CTA of a Split/Wide step with `q` tokens
-/// (0: q at run time) and `state_bytes` per state element: 32 rows, or the CTA's rows where fewer
-/// (Split 8: 16), or split2_bf16_q1_one_chunk's 64.
-inline constexpr int chunk_rows(int split, int q, int state_bytes) {
+/// (0: q at run time) and `state_bytes` per state element on CTAs of `threads`: 32 rows, or the CTA's rows where fewer
+/// (Split 8: 16), or split2_bf16_q1_one_chunk's 64, or the narrow form's kNarrowChunkRows.
+inline constexpr int chunk_rows(int split, int q, int state_bytes, int threads = kStepThreads) {
+  if (threads == kNarrowThreads) return kNarrowChunkRows;
   if (split2_bf16_q1_one_chunk(split, q, state_bytes)) return 64;
   return rows_per_cta(split) < 32 ? rows_per_cta(split) : 32;
 }
-inline constexpr int chunks_per_cta(int split, int q, int state_bytes) {
-  return rows_per_cta(split) / chunk_rows(split, q, state_bytes);
+inline constexpr int chunks_per_cta(int split, int q, int state_bytes, int threads = kStepThreads) {
+  return rows_per_cta(split) / chunk_rows(split, q, state_bytes, threads);
 }
 /// The CTAs per SM a Split q = 1 instantiation is compiled for (MIN_BLOCKS; Wide's q = 1 forms are
 /// heuristics' kStepCtasPerSm, kStepBf16Q1CtasPerSm, kStepF32AppendCtasPerSm).
@@ -185,9 +193,10 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 struct StepSmem {
   int q = 1, split = 1, stages = 1, state_bytes = 4;
   int records = 0;      ///< records staged per item (fused / append: Qr), else 0
-  int window_cols = 0;  ///< W - 2 + q (the staged window columns of SPLIT > 1)
+  int window_cols = 0;           ///< W - 2 + q (the staged window columns of SPLIT > 1)
+  int threads = kStepThreads;    ///< threads per CTA (kNarrowThreads: the narrow form's chunks)
   constexpr int rc() const { return rows_per_cta(split); }
-  constexpr int cr() const { return chunk_rows(split, q, state_bytes); }
+  constexpr int cr() const { return chunk_rows(split, q, state_bytes, threads); }
   constexpr int64_t stage_bytes() const { return int64_t(cr()) * kHeadDim * state_bytes; }
   constexpr int64_t fa() const { return 0; }
   constexpr int64_t yq() const { return fa() + int64_t(q) * kHeadDim * 4; }

@@ -222,8 +222,8 @@ struct StepTraits {
   static constexpr int kBoundThreads = kThreads + 32 * kFoldWarps;
   static constexpr int kBoundBlocks = kFoldWarps > 0 ? 1 : kMinBlocks;
   static constexpr int kRows = cuda_config::rows_per_cta(kSplit);                                // RC
-  static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit, Q_, int(sizeof(StateT_)));   // CR
-  static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit, Q_, int(sizeof(StateT_)));  // RC / CR
+  static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit, Q_, int(sizeof(StateT_)), kThreads);   // CR
+  static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit, Q_, int(sizeof(StateT_)), kThreads);  // RC / CR
   static constexpr int kRowsPerWarp = kChunkRows / kWarps;                                       // RPW
   static_assert(kRowsPerWarp >= 2 && kRowsPerWarp * kWarps == kChunkRows, "rows per warp");
   static_assert(kThreads % kHeadDim == 0 && (kNarrow || kThreads >= 2 * kHeadDim), "a thread per (channel, k | q)");
@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   const bool gate_from_ws = p.gate_mode == int(GateMode::kShared);
   const int stages = p.ring_stages;
   const int WC = 2 + q;  // window columns written (W = 4 on CUDA)
-  const cuda_config::StepSmem L{q, SPLIT, stages, int(sizeof(StateT)), folds ? p.Qr : 0, WC};
+  const cuda_config::StepSmem L{q, SPLIT, stages, int(sizeof(StateT)), folds ? p.Qr : 0, WC, NT};
   float* s_fa = reinterpret_cast<float*>(smem + L.fa());
   float* s_yq = reinterpret_cast<float*>(smem + L.yq());
   float* s_yk = reinterpret_cast<float*>(smem + L.yk());
@@ -606,9 +606,10 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       // kernel is bound by each item's dependent chain, and at 40 registers no more CTAs of 256 threads fit an
       // SM. Here a CTA has 128 threads: each thread loads, convolves and stores the window of the q, k and v
       // channel of its index and computes the gate of that row (the 256-thread form splits those over two
-      // threads), its four warps take the rows of each 32-row chunk, eight a warp (two stages at eight CTAs per
-      // SM), and eight CTAs fit an SM: a longer chain per item, more items in flight. Every value takes the same
-      // operations as in the 256-thread form, so the bits are the same (CudaVsCpu.Bf16NarrowFormEqualsSixCtaForm).
+      // threads), its four warps take the rows of each chunk (cuda_config::kNarrowChunkRows: 16, four a warp, four
+      // stages at eight CTAs per SM), and eight CTAs fit an SM: a longer chain per item, more items in flight. Every
+      // value takes the same operations as in the 256-thread form, so the bits are the same
+      // (CudaVsCpu.Bf16NarrowFormEqualsSixCtaForm).
       // Here: every load of the first wave (windows and x of three channels, the gate logit, the out gate, β of
       // thread 0, the per-token slot of thread 32), then their conversions.
       const ChannelWindow a(p, r.win_in, cq), k(p, r.win_in, ck), v(p, r.win_in, cv);
