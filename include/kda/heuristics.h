@@ -222,6 +222,21 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 inline constexpr int64_t kNarrowMinDramGbpsPerSm = KDA_STEP_NARROW_MIN_GBPS_PER_SM;
 /// The rule's grid part: more CTAs than one wave of six per SM (where Policy::narrow 'on' takes the form on any
 /// device).
+/// The narrow form's state stages (chunks in flight per CTA): three of its 16-row bf16 chunks, 12 KiB.
+/// NOTES: the narrow form's stages. Fewer bytes in flight per CTA ran faster on the H200: three stages 0.8–1.3% faster
+/// than four at every point of 1536–24,576 items (H = 96, B = 256 `auto` 470.16 against 475.79 µs; H = 24, B = 256
+/// 124.62 against 125.99), five 0–0.5% slower than four (docs/data/ladder_s60/run4). Every CTA's first stages are
+/// issued with its window loads; fewer state bytes in the DRAM queue let those loads, on the item's chain, return
+/// sooner (the timeline's prologue, docs/PERFORMANCE.md session 52). KDA_STEP_NARROW_STAGES: the ladder's knob.
+#ifndef KDA_STEP_NARROW_STAGES
+#define KDA_STEP_NARROW_STAGES 3
+#endif
+inline constexpr int kNarrowStages = KDA_STEP_NARROW_STAGES;
+static_assert(kNarrowStages >= 1 && kNarrowStages <= cuda_config::kStepMaxStages, "the narrow form's stages");
+/// The planner's stage bytes for the narrow form (step_layout's cap): kNarrowStages of its chunks.
+inline constexpr int64_t narrow_stage_bytes(int state_bytes) {
+  return int64_t(kNarrowStages) * cuda_config::kNarrowChunkRows * kHeadDim * state_bytes;
+}
 inline bool narrow_grid(int64_t ctas, int sms) {
   return cuda_config::kNarrowCtasPerSm > 0 && sms > 0 && ctas > int64_t(kStepBf16Q1CtasPerSm) * sms;
 }

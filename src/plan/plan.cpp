@@ -73,7 +73,8 @@ std::string split_shape(const Context& c, Plan& p, int split) {
   heuristics::StepLayout lay{};
   if (narrow) {
     lay = heuristics::step_layout(q, split, state_bytes, recs, c.dev.smem_per_sm, c.dev.smem_optin, p.ctas, c.dev.sms,
-                                  cuda_config::kNarrowCtasPerSm, stage_bytes, cuda_config::kNarrowThreads);
+                                  cuda_config::kNarrowCtasPerSm, heuristics::narrow_stage_bytes(state_bytes),
+                                  cuda_config::kNarrowThreads);
     if (lay.ctas_per_sm > 4) p.threads = cuda_config::kNarrowThreads;
   }
   if (p.threads != cuda_config::kNarrowThreads)

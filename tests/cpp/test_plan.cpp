@@ -584,13 +584,13 @@ TEST(Plan, Bf16SingleTokenWideRunsSixCtasPerSm) {
       EXPECT_LE(a.ctas_per_sm * (a.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
     }
     // bf16 decode and per_token: the narrow form beyond one wave of six CTAs per SM (heuristics::narrow_step), its
-    // chunks in flight at eight CTAs per SM (four 16-row ones, 16 KiB); the 256-thread six-CTA form up to one wave,
-    // every chunk in flight
+    // stages at eight CTAs per SM (three 16-row chunks); the 256-thread six-CTA form up to one wave, every
+    // chunk in flight
     for (StepMode m : {StepMode::kDecode, StepMode::kPerToken}) {
       const Plan p = plan(m, 1, true, g);
       EXPECT_EQ(p.threads, kda::cuda_config::kNarrowThreads) << mode_name(m);
       EXPECT_EQ(p.ctas_per_sm, kda::cuda_config::kNarrowCtasPerSm) << mode_name(m);
-      EXPECT_EQ(p.ring_stages * kda::cuda_config::kNarrowChunkRows, 64) << mode_name(m);
+      EXPECT_EQ(p.ring_stages, kda::heuristics::kNarrowStages) << mode_name(m);
       EXPECT_EQ(p.smem, (kda::cuda_config::StepSmem{1, 1, p.ring_stages, 2, 0, 3, p.threads}.bytes())) << mode_name(m);
       EXPECT_LE(p.ctas_per_sm * (p.smem + kda::heuristics::kStepSmemPerCtaOverhead), d.smem_per_sm);
       const int one_wave = kda::heuristics::kStepBf16Q1CtasPerSm * d.sms / 96;  // B of one wave of six at H = 96
