@@ -192,9 +192,9 @@ inline constexpr int64_t gate_ws_rows(int64_t rows) {
 ///   rec_kg  [records][256] f32  k then g of the pending records (g replaced by e = exp(g))
 struct StepSmem {
   int q = 1, split = 1, stages = 1, state_bytes = 4;
-  int records = 0;      ///< records staged per item (fused / append: Qr), else 0
-  int window_cols = 0;           ///< W - 2 + q (the staged window columns of SPLIT > 1)
-  int threads = kStepThreads;    ///< threads per CTA (kNarrowThreads: the narrow form's chunks)
+  int records = 0;             ///< records staged per item (fused / append: Qr), else 0
+  int window_cols = 0;         ///< W - 2 + q (the staged window columns of SPLIT > 1)
+  int threads = kStepThreads;  ///< threads per CTA (kNarrowThreads: the narrow form's chunks)
   constexpr int rc() const { return rows_per_cta(split); }
   constexpr int cr() const { return chunk_rows(split, q, state_bytes, threads); }
   constexpr int64_t stage_bytes() const { return int64_t(cr()) * kHeadDim * state_bytes; }

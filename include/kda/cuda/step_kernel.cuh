@@ -221,10 +221,10 @@ struct StepTraits {
   static constexpr int kFoldWarps = cuda_config::fold_warps(SPLIT_, Q_, MIN_BLOCKS_);
   static constexpr int kBoundThreads = kThreads + 32 * kFoldWarps;
   static constexpr int kBoundBlocks = kFoldWarps > 0 ? 1 : kMinBlocks;
-  static constexpr int kRows = cuda_config::rows_per_cta(kSplit);                                // RC
+  static constexpr int kRows = cuda_config::rows_per_cta(kSplit);                                          // RC
   static constexpr int kChunkRows = cuda_config::chunk_rows(kSplit, Q_, int(sizeof(StateT_)), kThreads);   // CR
   static constexpr int kChunks = cuda_config::chunks_per_cta(kSplit, Q_, int(sizeof(StateT_)), kThreads);  // RC / CR
-  static constexpr int kRowsPerWarp = kChunkRows / kWarps;                                       // RPW
+  static constexpr int kRowsPerWarp = kChunkRows / kWarps;                                                 // RPW
   static_assert(kRowsPerWarp >= 2 && kRowsPerWarp * kWarps == kChunkRows, "rows per warp");
   static_assert(kThreads % kHeadDim == 0 && (kNarrow || kThreads >= 2 * kHeadDim), "a thread per (channel, k | q)");
   static_assert(kNarrow || kRows <= kThreads - kHeadDim, "one thread per own v channel");
