@@ -220,8 +220,6 @@ inline constexpr int kStepBf16Q1CtasPerSm = KDA_STEP_BF16_Q1_CTAS_PER_SM;
 #define KDA_STEP_NARROW_MIN_GBPS_PER_SM 30
 #endif
 inline constexpr int64_t kNarrowMinDramGbpsPerSm = KDA_STEP_NARROW_MIN_GBPS_PER_SM;
-/// The rule's grid part: more CTAs than one wave of six per SM (where Policy::narrow 'on' takes the form on any
-/// device).
 /// The narrow form's state stages (chunks in flight per CTA): three of its 16-row bf16 chunks, 12 KiB.
 /// NOTES: the narrow form's stages. Fewer bytes in flight per CTA ran faster on the H200: three stages 0.8–1.3% faster
 /// than four at every point of 1536–24,576 items (H = 96, B = 256 `auto` 470.16 against 475.79 µs; H = 24, B = 256
@@ -237,6 +235,8 @@ static_assert(kNarrowStages >= 1 && kNarrowStages <= cuda_config::kStepMaxStages
 inline constexpr int64_t narrow_stage_bytes(int state_bytes) {
   return int64_t(kNarrowStages) * cuda_config::kNarrowChunkRows * kHeadDim * state_bytes;
 }
+/// The rule's grid part: more CTAs than one wave of six per SM (where Policy::narrow 'on' takes the form on any
+/// device).
 inline bool narrow_grid(int64_t ctas, int sms) {
   return cuda_config::kNarrowCtasPerSm > 0 && sms > 0 && ctas > int64_t(kStepBf16Q1CtasPerSm) * sms;
 }

@@ -69,8 +69,8 @@ inline constexpr bool narrow_form(int split, int q, int state_bytes, bool storin
 inline constexpr bool split2_bf16_q1_one_chunk(int split, int q, int state_bytes) {
   return split == 2 && q == 1 && state_bytes == 2;
 }
-/// The narrow form's chunk rows (four warps: a quarter of them a warp): 16, in four stages at eight CTAs per SM
-/// (heuristics::narrow_step). KDA_STEP_NARROW_CHUNK_ROWS: the ladder's knob (32: eight rows a warp, two stages).
+/// The narrow form's chunk rows (four warps: a quarter of them a warp): 16, three in flight (heuristics::narrow_step,
+/// heuristics::kNarrowStages). KDA_STEP_NARROW_CHUNK_ROWS: the ladder's knob (32: eight rows a warp).
 #ifndef KDA_STEP_NARROW_CHUNK_ROWS
 #define KDA_STEP_NARROW_CHUNK_ROWS 16
 #endif

@@ -606,9 +606,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       // kernel is bound by each item's dependent chain, and at 40 registers no more CTAs of 256 threads fit an
       // SM. Here a CTA has 128 threads: each thread loads, convolves and stores the window of the q, k and v
       // channel of its index and computes the gate of that row (the 256-thread form splits those over two
-      // threads), its four warps take the rows of each chunk (cuda_config::kNarrowChunkRows: 16, four a warp, four
-      // stages at eight CTAs per SM), and eight CTAs fit an SM: a longer chain per item, more items in flight. Every
-      // value takes the same operations as in the 256-thread form, so the bits are the same
+      // threads), its four warps take the rows of each chunk (cuda_config::kNarrowChunkRows: 16, four a warp, three
+      // in flight: heuristics::kNarrowStages), and eight CTAs fit an SM: a longer chain per item, more items in
+      // flight. Every value takes the same operations as in the 256-thread form, so the bits are the same
       // (CudaVsCpu.Bf16NarrowFormEqualsSixCtaForm).
       // Here: every load of the first wave (windows and x of three channels, the gate logit, the out gate, β of
       // thread 0, the per-token slot of thread 32), then their conversions.
