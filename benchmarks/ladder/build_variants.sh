@@ -11,7 +11,7 @@
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
 #
-#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR] [PLAN=FILE] [JOBS=2] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
+#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR] [PLAN=FILE] [JOBS=2] [NO_NINJA=1] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
 #   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
 # NOTES: the script first brings BUILD's targets up to date (ninja). A rung or a planted bug
 # edited into a header is therefore compiled into BUILD's library too; restoring the header
@@ -22,6 +22,9 @@
 # SASS of every kernel, so a rung kept out of the tree leaves the library's objects as they are).
 # INCLUDE applies to the planner's object too, and PLAN names another copy of src/plan/plan.cpp to compile
 # (a rung whose host side changes with it).
+# NO_NINJA=1 skips that first step and links against BUILD as it is, e.g. a library built before the headers changed
+# (a full rebuild takes about 15 minutes on two cores): the planner and the INST objects are compiled from the current
+# sources, every other kernel is BUILD's; so only where those other kernels' code is the tree's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/gpu}
@@ -50,7 +53,7 @@ link_args() {  # the target's main object and extra link inputs
 }
 for t in $TARGETS; do link_args "$t" >/dev/null || exit 2; done
 # shellcheck disable=SC2086
-ninja -C "$BUILD" $TARGETS >/dev/null
+[[ -n ${NO_NINJA:-} ]] || ninja -C "$BUILD" $TARGETS >/dev/null
 cudalib=$(dirname "$(command -v nvcc)")/../targets/x86_64-linux/lib
 for spec in "$@"; do
   name=${spec%%=*}
