@@ -4,7 +4,8 @@
 # the fp32 q = 1 tests of f16, the narrow-form tests of s2 and l1. Then, alone on the card, three ladders of two passes
 # each (the second reversed): G (f16 / f16s3 / f16s2 against the tree: fp32 decode, gate 2 and auto, append Qr = 8),
 # H (l1 against the tree: bf16 decode and per_token), F (s2 against the tree), then the tree's decode grid against
-# vLLM's figures in what CAP (default 570 s) leaves. Everything lands in $OUT/all.tgz after each phase; summaries as
+# vLLM's figures in what CAP (default 570 s) leaves. LADDERS="G H F" (default) picks the
+# ladders; LADDERS= runs the checks alone, CHECKS= the ladders alone. Everything lands in $OUT/all.tgz after each phase; summaries as
 # sum_*.txt.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
@@ -20,18 +21,20 @@ tst() {  # NAME BINARY FILTER SECONDS [shard of 4]
 F16='CudaVsCpu.EveryVariantEveryStepKind:CudaVsCpu.Q1KernelPerGateMode:CudaVsCpu.SharedGateEveryStepKind'
 F16+=':CudaVsCpu.AppendThenFlushEqualsDecodePerVariant:CudaVsCpu.AppendQr16LargeGridEqualsDecode'
 F16+=':CudaVsCpu.Fp32AppendSixCtasPerSmWide:CudaVsCpu.DecodeThreeStateStagesOnASpreadGrid:CudaVsCpu.FusedFoldsUpToQrPendingRecords'
-for i in 0 1 2 3; do tst suite$i kda_cuda_tests_tree '*' 240 $i & done
-tst f16 kda_cuda_tests_f16 "$F16" 200 &
-tst s2 kda_cuda_tests_s2 'CudaVsCpu.*Narrow*' 200 &
-tst l1 kda_cuda_tests_l1 'CudaVsCpu.*Narrow*' 200 &
-wait
-for f in /tmp/o/tests_*.txt; do
-  echo "$(basename $f .txt): $(tail -1 $f) $(grep -E '^\[  (PASSED|FAILED)  \] [0-9]' $f | tr '\n' ' ')"
-done | tee "$OUT/tests.txt"
-grep -h '^\[  FAILED  \] [A-Z]' /tmp/o/tests_*.txt | sort -u | head -20 | tee -a "$OUT/tests.txt"
-pack
+if [[ -n ${CHECKS-1} ]]; then
+  for i in 0 1 2 3; do tst suite$i kda_cuda_tests_tree '*' ${SUITE_S:-240} $i & done
+  tst f16 kda_cuda_tests_f16 "$F16" 200 &
+  tst s2 kda_cuda_tests_s2 'CudaVsCpu.*Narrow*' 200 &
+  tst l1 kda_cuda_tests_l1 'CudaVsCpu.*Narrow*' 200 &
+  wait
+  for f in /tmp/o/tests_*.txt; do
+    echo "$(basename $f .txt): $(tail -1 $f) $(grep -E '^\[  (PASSED|FAILED)  \] [0-9]' $f | tr '\n' ' ')"
+  done | tee "$OUT/tests.txt"
+  grep -h '^\[  FAILED  \] [A-Z]' /tmp/o/tests_*.txt | sort -u | head -20 | tee -a "$OUT/tests.txt"
+  pack
+fi
 echo "checks done at ${SECONDS} s"
-for c in G H F; do
+for c in ${LADDERS-G H F}; do
   left=$((CAP - SECONDS)); ((left > 40)) || break
   mkdir -p /tmp/o/$c
   OUT=/tmp/o/$c BIN=$B/bin timeout $left benchmarks/ladder/ladder_passes.sh $D/LADDER_${c}1.txt $D/LADDER_${c}2.txt > /tmp/o/$c/log.txt 2>&1
@@ -39,7 +42,7 @@ for c in G H F; do
   echo "ladder $c done at ${SECONDS} s"
 done
 left=$((CAP - SECONDS))
-if ((left > 40)); then
+if ((left > 40)) && [[ -n ${LADDERS-G} ]]; then
   mkdir -p /tmp/o/grid
   echo "tree --H 12,24,48,96 --B 1,8,32,64,128,256 --mode decode --variant auto --gate auto --state f32 --layout sd --peer docs/data/vllm_k3_decode_h200.csv" > /tmp/grid.txt
   OUT=/tmp/o/grid BIN=$B/bin timeout $left benchmarks/ladder/ladder_passes.sh /tmp/grid.txt > /tmp/o/grid/log.txt 2>&1
