@@ -386,7 +386,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.ds = false, c.lb = false, c.bias = true, c.layout = 0, c.null_slot = -1, c.gate1 = true;
         } else if (shape == 10) {
           // bf16 state, more than one wave of six CTAs per SM: decode and per_token (q = 1) on the narrow form
-          // (the policy asks for it on every card: Policy::narrow 'on'; 128-thread CTAs, two 32-row stages)
+          // (the policy asks for it on every card: Policy::narrow 'on'; 128-thread CTAs, 16-row chunks in three stages)
           if (!gpu || v != Variant::kWide || (k != Kind::kDecode && k != Kind::kPerToken)) continue;
           c.H = 4, c.B = kda::heuristics::kStepBf16Q1CtasPerSm * sms / 4 + 3, c.q = 1;
           c.ds = k == Kind::kDecode, c.lb = true, c.bias = true, c.layout = 0, c.null_slot = -1;
