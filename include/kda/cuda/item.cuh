@@ -47,6 +47,14 @@ __device__ __forceinline__ float rows_reduce(float (&p)[N], int lane) {
   return v;
 }
 
+/// The decay of a lane's four columns of one state row: S ← S·e (elementwise, no fused multiply-add).
+__device__ __forceinline__ void decay_row(float4& s, const float4& e4) {
+  s.x *= e4.x;
+  s.y *= e4.y;
+  s.z *= e4.z;
+  s.w *= e4.w;
+}
+
 /// One token of the delta rule on a warp tile (SPEC §3):
 ///   S ← S·e;  u = β (v − S k);  S ← fmaf(u, k, S);  o = S q
 /// v_rows: the warp's RPW v values (shared memory). On return lane l holds u and o of row
@@ -58,10 +66,7 @@ __device__ __forceinline__ void delta_token(float4 (&S)[RPW], const float4& k4, 
   float pp[RPW];
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
-    S[i].x *= e4.x;
-    S[i].y *= e4.y;
-    S[i].z *= e4.z;
-    S[i].w *= e4.w;
+    decay_row(S[i], e4);
     pp[i] = dot4(S[i], k4);
   }
   const float d = rows_reduce<RPW>(pp, lane);
@@ -86,10 +91,7 @@ __device__ __forceinline__ void decay_dots(float4 (&S)[RPW], const float4& e4, c
                                            float (&px)[RPW], float (&py)[RPW]) {
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
-    S[i].x *= e4.x;
-    S[i].y *= e4.y;
-    S[i].z *= e4.z;
-    S[i].w *= e4.w;
+    decay_row(S[i], e4);
     px[i] = dot4(S[i], x);
     py[i] = dot4(S[i], y);
   }
