@@ -11,7 +11,7 @@
 # src/plan/plan.cpp reads the knobs: it is compiled again per variant and linked ahead of the
 # library built in BUILD (default build/gpu; another checkout's build gives that kernel's rung).
 #
-#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR] [PLAN=FILE] [JOBS=2] [NO_NINJA=1] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
+#   [TARGET="kda_bench kda_cuda_tests"] [INST="…"] [INCLUDE=DIR | PATCH=DIFF] [PLAN=FILE] [JOBS=2] [NO_NINJA=1] benchmarks/ladder/build_variants.sh OUTDIR NAME="-DKNOB=V ..." [NAME=...]
 #   e.g. benchmarks/ladder/build_variants.sh .gpu/bin c4="" c3="-DKDA_STEP_CTAS_PER_SM=3"
 # NOTES: the script first brings BUILD's targets up to date (ninja). A rung or a planted bug
 # edited into a header is therefore compiled into BUILD's library too; restoring the header
@@ -20,7 +20,8 @@
 # include/ and name it in INCLUDE: the INST objects are then compiled against that copy and
 # BUILD never sees the edit (with -lineinfo a header's line layout alone can change the
 # SASS of every kernel, so a rung kept out of the tree leaves the library's objects as they are).
-# INCLUDE applies to the planner's object too, and PLAN names another copy of src/plan/plan.cpp to compile
+# PATCH=DIFF (a diff of include/, `patch -p1` from the checkout's root) does that copy here: include/ is copied to a
+# temporary folder, patched, and used as INCLUDE. INCLUDE applies to the planner's object too, and PLAN names another copy of src/plan/plan.cpp to compile
 # (a rung whose host side changes with it).
 # NO_NINJA=1 skips that first step and links against BUILD as it is, e.g. a library built before the headers changed
 # (a full rebuild takes about 15 minutes on two cores): the planner and the INST objects are compiled from the current
@@ -31,6 +32,13 @@ BUILD=${BUILD:-build/gpu}
 out=$(realpath -m "$1")
 shift
 mkdir -p "$out"
+if [[ -n ${PATCH:-} ]]; then
+  patched=$(mktemp -d)
+  trap 'rm -rf "$patched"' EXIT
+  cp -r include "$patched/include"
+  (cd "$patched" && patch -s -p1) < "$PATCH" || { echo "PATCH: $PATCH does not apply to include/" >&2; exit 2; }
+  INCLUDE=$patched/include
+fi
 TARGETS=${TARGET:-kda_bench}  # one or more: "kda_bench kda_cuda_tests" compiles the rungs once for both
 link_args() {  # the target's main object and extra link inputs
   case $1 in

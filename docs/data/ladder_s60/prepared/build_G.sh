@@ -10,8 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 W=$(mktemp -d); mkdir -p $W/bin .gpuG
-cp -r include $W/include && (cd $W && patch -s -p1 < "$OLDPWD/docs/data/ladder_s60/prepared/rung_f16.diff")
-NO_NINJA=1 INCLUDE=$W/include TARGET="kda_bench kda_cuda_tests" \
+NO_NINJA=1 PATCH=docs/data/ladder_s60/prepared/rung_f16.diff TARGET="kda_bench kda_cuda_tests" \
   INST="step_split1_f32_q1 step_split1_f32_q1_keep step_split1_f32_q1_nofb step_split1_f32_q1_nofb_keep step_split1_f32_q1_nofb_occ6 step_split1_bf16_q1_nofb_narrow" \
   benchmarks/ladder/build_variants.sh $W/bin f16= \
   f16s3="-DKDA_STEP_STAGE_BYTES=24576 -DKDA_STEP_STAGE_BYTES_MORE=24576" \

@@ -6,12 +6,13 @@
 # warp's piece of the staged F_B, free by then), so that they are still in L2 when the step reads them. Together: the
 # gate workspace's 512 bytes an item neither written back nor read from DRAM. The gate kernel and every Split 1
 # q = 1 instantiation compiled against a copy of include/ patched with the diff, linked ahead of build/gpu (the tree's
-# build; kda_bench_tree and kda_tests are build/gpu's). Output: .gpuZ/binZ.tar.xz.
+# build; kda_bench_tree and kda_tests are build/gpu's). Output: .gpuZ/binZ.tar.xz. (The carried archive was built at
+# 7b22654; built at a later tree, the -lineinfo objects may schedule differently: without line info the SASS is the
+# same.)
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 W=$(mktemp -d); mkdir -p $W/bin .gpuZ
-cp -r include $W/include && (cd $W && patch -s -p1 < "$OLDPWD/docs/data/ladder_s61/prepared/rung_z.diff")
-NO_NINJA=1 INCLUDE=$W/include TARGET="kda_bench kda_cuda_tests" \
+NO_NINJA=1 PATCH=docs/data/ladder_s61/prepared/rung_z.diff TARGET="kda_bench kda_cuda_tests" \
   INST="gate step_split1_f32_q1 step_split1_f32_q1_keep step_split1_f32_q1_nofb step_split1_f32_q1_nofb_keep step_split1_f32_q1_nofb_occ6 step_split1_bf16_q1 step_split1_bf16_q1_nofb_narrow step_split1_bf16_q1_nofb_occ6 step_split1_bf16_q1_nofb_occ6_drop" \
   benchmarks/ladder/build_variants.sh $W/bin zd="-DKDA_RUNG_ZD" zl="-DKDA_RUNG_ZD -DKDA_RUNG_ZL"
 rm -f $W/bin/kda_cuda_tests_zd
