@@ -21,8 +21,8 @@
 # BUILD never sees the edit (with -lineinfo a header's line layout alone can change the
 # SASS of every kernel, so a rung kept out of the tree leaves the library's objects as they are).
 # PATCH=DIFF (a diff of include/, `patch -p1` from the checkout's root) does that copy here: include/ is copied to a
-# temporary folder, patched, and used as INCLUDE. INCLUDE applies to the planner's object too, and PLAN names another copy of src/plan/plan.cpp to compile
-# (a rung whose host side changes with it).
+# temporary folder, patched, and used as INCLUDE. INCLUDE applies to the planner's object too, and PLAN names another
+# copy of src/plan/plan.cpp to compile (a rung whose host side changes with it).
 # NO_NINJA=1 skips that first step and links against BUILD as it is, e.g. a library built before the headers changed
 # (a full rebuild takes about 15 minutes on two cores): the planner and the INST objects are compiled from the current
 # sources, every other kernel is BUILD's; so only where those other kernels' code is the tree's.

@@ -5,7 +5,7 @@
 # (cuobjdump: CUDA's bin, or the nvidia-cuda-cuobjdump wheel's). Uses BUILD's compile commands (default build/gpu).
 #
 #   benchmarks/ladder/sass_same.sh REV NAME… # e.g. HEAD~1 step_split1_f32_q1_nofb ws_bf16
-# Prints "NAME same (N instructions)" or "NAME DIFFERS"; exits 1 where any differs.
+# Prints "NAME same (N instructions)", "NAME DIFFERS" or "NAME not compiled …"; exits 1 unless every NAME is the same.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rev=${1:?REV}; shift
@@ -27,7 +27,9 @@ rc=0
 for inst in "$@"; do
   compile "$root" "$work/new_$inst.o" "$inst" 2>/dev/null & compile "$work/rev" "$work/old_$inst.o" "$inst" 2>/dev/null &
   wait
-  if [[ -s $work/new_$inst.o.sass ]] && cmp -s "$work/new_$inst.o.sass" "$work/old_$inst.o.sass"; then
+  if [[ ! -s $work/new_$inst.o.sass || ! -s $work/old_$inst.o.sass ]]; then
+    echo "$inst not compiled (here or at $rev)"; rc=1
+  elif cmp -s "$work/new_$inst.o.sass" "$work/old_$inst.o.sass"; then
     echo "$inst same ($(wc -l < "$work/new_$inst.o.sass") instructions)"
   else
     echo "$inst DIFFERS"; rc=1
