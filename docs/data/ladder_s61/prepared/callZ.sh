@@ -3,7 +3,8 @@
 # and q = 1 forms (graphs and repeated steps among them: the logits dropped after each step) and the tree's sanitizer
 # matrix under the four tools (the narrow form's ring changed in session 60); then LADDER_Z1 / Z2 (zd and zl against
 # the tree: bf16 and fp32 decode in `auto`, which takes gate mode 1 there; two passes, the second reversed) in what
-# CAP (default 330 s) leaves; Z3=1 adds LADDER_Z3 (the tree in gate mode 2: what mode 1 still costs). TESTS_S, SAN_S (s)
+# CAP (default 330 s) leaves; Z3=1 adds LADDER_Z3 (the tree in gate mode 2: what mode 1 still costs), ZX=1 two more
+# passes (Z2, Z1) after it. TESTS_S, SAN_S (s)
 # and SAN_TOOLS bound the checks.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
@@ -32,7 +33,7 @@ echo "checks done at ${SECONDS} s"
 left=$((CAP - SECONDS))
 if ((left > 40)); then
   mkdir -p /tmp/o/Z
-  OUT=/tmp/o/Z BIN=$B/bin timeout $left benchmarks/ladder/ladder_passes.sh $P/LADDER_Z1.txt $P/LADDER_Z2.txt ${Z3:+$P/LADDER_Z3.txt} > /tmp/o/Z/log.txt 2>&1
+  OUT=/tmp/o/Z BIN=$B/bin timeout $left benchmarks/ladder/ladder_passes.sh $P/LADDER_Z1.txt $P/LADDER_Z2.txt ${Z3:+$P/LADDER_Z3.txt} ${ZX:+$P/LADDER_Z2.txt $P/LADDER_Z1.txt} > /tmp/o/Z/log.txt 2>&1
   cp /tmp/o/Z/ladder_summary.txt "$OUT/sum_Z.txt" 2>/dev/null
 fi
 tar czf "$OUT/all.tgz" -C /tmp/o .
