@@ -4,8 +4,7 @@
 # matrix under the four tools (the narrow form's ring changed in session 60); then LADDER_Z1 / Z2 (zd and zl against
 # the tree: bf16 and fp32 decode in `auto`, which takes gate mode 1 there; two passes, the second reversed) in what
 # CAP (default 330 s) leaves; Z3=1 adds LADDER_Z3 (the tree in gate mode 2: what mode 1 still costs), ZX=1 two more
-# passes (Z2, Z1) after it. TESTS_S, SAN_S (s)
-# and SAN_TOOLS bound the checks.
+# passes (Z2, Z1) after it. TESTS_S, SAN_S (s) and SAN_TOOLS bound the checks.
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
 CAP=${CAP:-330}
