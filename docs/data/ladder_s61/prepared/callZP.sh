@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Call ZP (any card): carry [".gpuZP"] (build_ZP.sh). It supersedes call Z: the product form of rung zl
-# (product_zl.diff), so that a win lands as it was measured. Checks side by side: the product's whole C++ GPU suite in
-# four shards, its sanitizer matrix under the four tools and a planted bug's gate mode 1 tests (zpb: the logits
-# dropped before they are read; they must fail); then LADDER_P1 / P2 (the product against the tree: bf16 and
+# Call ZP (any card): carry [".gpuZP"] (build_ZP.sh). It supersedes call Z (rungs zd / zl): the product form of
+# rung zl (product_zl.diff), so that a win lands as it was measured. Checks side by side: the product's whole C++ GPU
+# suite in four shards, its sanitizer matrix under the four tools and a planted bug's gate mode 1 tests (zpb: the
+# logits dropped before they are read; they must fail); then LADDER_P1 / P2 (the product against the tree: bf16 and
 # fp32 decode, fp32 append Qr = 8, record and fused q = 4, all in `auto`, which takes gate mode 1 there; two passes,
 # the second reversed) and LADDER_Z3 (the tree in gate mode 2: what gate mode 1 still costs) in what CAP (default
 # 420 s) leaves. TESTS_S, SAN_S (s) and SAN_TOOLS bound the checks (SAN_TOOLS=" " skips the matrix).
