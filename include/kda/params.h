@@ -36,6 +36,7 @@ struct StepParams {
   float* gate_ws = nullptr;
   int64_t gate_ws_row = 0;
   int32_t gate_tile_rows = 0;      ///< step rows per gate-kernel CTA (Plan::gate_tile_rows)
+  int32_t gate_ws_keep = 0;        ///< 1: the gate kernel stores the logits L2 evict-last (Plan::gate_ws_keep)
   const uint16_t* beta = nullptr;  ///< [rows, H]
   int64_t beta_row = 0;
   uint16_t* out = nullptr;  ///< [rows, D]

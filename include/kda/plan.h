@@ -24,6 +24,7 @@ struct DeviceInfo {
   int64_t smem_per_sm = 0;         ///< shared memory of one SM (bytes; 0 = unknown: smem_optin)
   bool clusters = false;           ///< thread-block clusters (sm_90+)
   int64_t dram_gbps = 0;           ///< peak DRAM bandwidth (GB/s; 0 = unknown)
+  int64_t l2_bytes = 0;            ///< L2 cache (bytes; 0 = unknown)
 };
 
 /// The layer/cache facts a plan depends on.
@@ -67,6 +68,7 @@ struct Plan {
   int ctas_per_sm = 0;                      ///< Split/Wide: CTAs per SM the kernel's registers are cut for
   int64_t gate_ws_rows = 0;                 ///< gate mode 1: workspace rows the step writes (0: no gate kernel)
   int gate_tile_rows = 0;                   ///< gate mode 1: step rows per gate-kernel CTA (16, 32 or 64)
+  bool gate_ws_keep = false;                ///< gate mode 1: logits stored L2 evict-last (gate_logits_keep_in_l2)
   /// The variant copies the per-row inputs with 16-byte bulk copies: where a step's inputs
   /// are not aligned (inputs_aligned), `fallback` runs instead (host decision, graph-safe).
   bool needs_aligned_inputs = false;

@@ -92,6 +92,7 @@ StepParams step_params(const LayerParams& lp, const InputViews& in, const Tensor
     p.gate_ws = lp.gate_ws;
     p.gate_ws_row = int64_t(l.H) * kHeadDim;
     p.gate_tile_rows = plan.gate_tile_rows;
+    p.gate_ws_keep = plan.gate_ws_keep;
   }
   p.items_per_cta = plan.items_per_cta;
   p.ring_stages = plan.ring_stages;

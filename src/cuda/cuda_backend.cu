@@ -268,6 +268,7 @@ class CudaBackend final : public Backend {
     check(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev_), "cudaDeviceGetAttribute");
     info_.smem_per_sm = per_sm;
     info_.clusters = prop.major >= 9;
+    info_.l2_bytes = prop.l2CacheSize;  // heuristics::gate_logits_keep_in_l2
     // peak DRAM bandwidth: two transfers a memory clock (kHz) over the bus (bits); heuristics::narrow_step
     int mem_khz = 0, bus_bits = 0;
     if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev_) == cudaSuccess &&

@@ -194,7 +194,8 @@ std::string Plan::describe() const {
   if (variant == Variant::kWS || variant == Variant::kWide || variant == Variant::kSplit)
     os << " stages " << ring_stages;
   if (variant == Variant::kWide || variant == Variant::kSplit) os << " ctas/sm " << ctas_per_sm;
-  if (gate_ws_rows > 0) os << " gate rows " << gate_ws_rows << " per cta " << gate_tile_rows;
+  if (gate_ws_rows > 0)
+    os << " gate rows " << gate_ws_rows << " per cta " << gate_tile_rows << (gate_ws_keep ? " kept in L2" : "");
   if (fallback) os << " (unaligned inputs: " << variant_name(fallback->variant) << ")";
   return os.str();
 }
@@ -260,6 +261,8 @@ Plan plan_step(const StepKey& key, const Policy& policy, const LayerShape& layer
            std::to_string(layer.gate_ws_rows) + "): add this key to the policies and prepare again");
     plan.gate_ws_rows = ws_rows;
     plan.gate_tile_rows = heuristics::gate_tile_rows(layer.H, int64_t(key.B) * key.q);
+    plan.gate_ws_keep = heuristics::gate_logits_keep_in_l2(
+        int64_t(key.B) * key.q * layer.H * kHeadDim * int64_t(sizeof(float)), dev.l2_bytes);
   }
   plan.gate_mode = gm;
   const Variant v = forced ? policy.variant

@@ -518,6 +518,43 @@ TEST(Plan, SharedGateWhereTheWorkspaceHoldsTheStep) {
   EXPECT_EQ(kda::plan_step({StepMode::kDecode, B - 1, 1}, pol(), bf, d).gate_mode, GateMode::kPerItem);
 }
 
+TEST(Plan, GateLogitsKeptInL2UpToAThirdOfIt) {
+  // heuristics::gate_logits_keep_in_l2: the gate kernel stores a step's B·q·H·512 bytes of logits
+  // evict-last while they take at most a third of the L2, plain stores beyond it or where the L2 is
+  // unknown; the workspace's padding rows do not count
+  const int H = 96;
+  DeviceInfo d = gpu();
+  d.l2_bytes = int64_t(50) << 20;  // an H100's
+  auto plan = [&](StepMode m, int B, int q, const DeviceInfo& dev) {
+    LayerShape l = shape(H);
+    l.stream_ok = true;
+    l.window = 2 + q;
+    l.records = 4;
+    l.gate_ws_rows = kda::cuda_config::gate_ws_rows(int64_t(B) * q);
+    return kda::plan_step({m, B, q}, pol(Variant::kAuto, GateMode::kShared), l, dev);
+  };
+  const int64_t item_bytes = int64_t(H) * kda::kHeadDim * 4;
+  const int64_t last_kept = d.l2_bytes / 3 / item_bytes;  // rows B·q
+  for (StepMode m : {StepMode::kDecode, StepMode::kAppend, StepMode::kRecord, StepMode::kFused}) {
+    const int q = m == StepMode::kDecode || m == StepMode::kAppend ? 1 : 4;
+    const int B = int(last_kept / q);
+    EXPECT_TRUE(plan(m, B, q, d).gate_ws_keep) << kda::mode_name(m) << " B " << B;
+    EXPECT_FALSE(plan(m, B + 1, q, d).gate_ws_keep) << kda::mode_name(m) << " B " << B + 1;
+    EXPECT_TRUE(plan(m, 1, q, d).gate_ws_keep) << kda::mode_name(m);
+    EXPECT_FALSE(plan(m, 1, q, gpu()).gate_ws_keep) << kda::mode_name(m) << ": L2 unknown";
+  }
+  // the sizes measured (docs/data/ladder_s63): 12 MiB kept; 24 and 48 MiB not
+  EXPECT_TRUE(plan(StepMode::kDecode, 256, 1, d).gate_ws_keep);
+  EXPECT_TRUE(plan(StepMode::kFused, 64, 4, d).gate_ws_keep);
+  EXPECT_FALSE(plan(StepMode::kRecord, 128, 4, d).gate_ws_keep);
+  EXPECT_FALSE(plan(StepMode::kFused, 256, 4, d).gate_ws_keep);
+  EXPECT_FALSE(plan(StepMode::kRecord, 256, 4, d).gate_ws_keep);
+  EXPECT_THAT(plan(StepMode::kDecode, 256, 1, d).describe(), HasSubstr("kept in L2"));
+  EXPECT_FALSE(kda::plan_step({StepMode::kDecode, 256, 1}, pol(Variant::kAuto, GateMode::kPerItem), shape(H), d)
+                   .gate_ws_keep)
+      << "no gate kernel in mode 0";
+}
+
 TEST(Plan, ForcedVariantsGivePerTokenTheRecordStepsGateMode) {
   // SPEC §8: commit(n) after a record step equals the per-token state after n tokens, bitwise,
   // within one forced variant; gate modes 0 and 1 give different bits, so a forced Split / Wide

@@ -108,6 +108,18 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
+/// An L2 policy with the default eviction priority (createpolicy ... evict_normal).
+__device__ __forceinline__ uint64_t l2_evict_normal_policy() {
+  uint64_t p;
+  asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+/// An L2 policy that keeps the lines it covers ahead of others (createpolicy ... evict_last).
+__device__ __forceinline__ uint64_t l2_evict_last_policy() {
+  uint64_t p;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
 /// bulk_g2s with an L2 cache policy (l2_evict_first_policy: data read once). cuda::ptx has
 /// no form of cp.async.bulk with .L2::cache_hint.
 __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
@@ -117,6 +129,21 @@ __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, uint32
           "r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
       "l"(src), "r"(bytes), "r"(static_cast<uint32_t>(__cvta_generic_to_shared(bar))), "l"(policy)
       : "memory");
+}
+
+/// Gate mode 1: drops an item's logits (its q rows of head h in p.gate_ws, 512 bytes a row) from L2 once the item has
+/// read them, so that a line still in L2 is not written back; threads 0 … 4q − 1 each drop one 128-byte line.
+/// NOTES: only where one CTA reads the item's logits (Wide, Split 1) and only after it has read them (and, for a pad,
+/// after its wait on the gate grid, whose stores they would otherwise precede). Nothing reads them after the step: the
+/// next step's gate kernel writes them again after its own wait on this grid. With the gate kernel's evict-last stores
+/// (gate_kernel.cuh) the logits then make no DRAM traffic at all where L2 holds them from the gate kernel to the step.
+__device__ __forceinline__ void drop_gate_logits(const StepParams& p, int64_t row_base, int h, int q, int tid) {
+  // (discard.global.L2 itself: cuda::discard_memory takes any range, and its loop over the lines of an address it
+  // cannot prove aligned compiles to a dozen of them; these lines are aligned, rows of whole heads in a cudaMalloc)
+  if (tid < 4 * q)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(p.gate_ws + (row_base + tid / 4) * p.gate_ws_row + h * kHeadDim +
+                                                      (tid % 4) * 32)
+                 : "memory");
 }
 
 /// Base of the [V, K] state of (slot, head).

@@ -16,8 +16,8 @@
 // holds a step row, K = 128 in 8 steps of 16. F_B[h] is staged in shared memory and the warp's
 // B-operand fragments taken into registers before the wait; f_a after it (any alignment of f_a
 // within the packed row), padded rows to keep ldmatrix conflict-free. The strips past the last
-// step row are skipped; the padding rows of a partial strip get zeros and are never read (the
-// workspace has whole tiles of 64 rows, so a strip's stores need no bounds).
+// step row are skipped; the padding rows of a partial strip are computed from zeros and not stored
+// (nothing reads them).
 //
 // Programmatic dependent launch: F_B (a weight) is staged before the wait, f_a after it; the
 // launch of the step kernel that follows is triggered after the wait (not before), so the step
@@ -87,6 +87,16 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
   }
   __syncthreads();
 
+  // NOTES: the logits are stored with an L2 evict-last policy where they take at most a third of the L2
+  // (p.gate_ws_keep: heuristics::gate_logits_keep_in_l2; more crowds out the state's own traffic), so that they are
+  // still in L2 when the step reads them (the step streams its state through L2 meanwhile), and a Wide step drops them
+  // once read (drop_gate_logits): 512 bytes an item neither written to DRAM nor read back. A Split step's ranks all read an item's logits, so none drops
+  // them: they stay until the next step's gate kernel writes the same lines again, at most the workspace of a grid
+  // small enough for Split. The strip goes through the warp's piece of s_fb (free: every warp holds its B fragments
+  // since the barrier above) as 16-byte pieces; the padding rows past the last step row are never read, so not stored.
+  float* stage = reinterpret_cast<float*>(smem) + warp * 16 * NC;
+  static_assert(NW * 16 * NC * 4 <= K * LD * 2, "the warps' strips fit in s_fb");
+  const uint64_t policy = p.gate_ws_keep ? l2_evict_last_policy() : l2_evict_normal_policy();
   for (int s = 0; s < M / 16 && row0 + 16 * s < rows; ++s) {
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
     wmma::fill_fragment(acc[0], 0.f);
@@ -98,9 +108,19 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
       wmma::mma_sync(acc[0], a, bm[k][0], acc[0]);
       wmma::mma_sync(acc[1], a, bm[k][1], acc[1]);
     }
+    // the strip through the warp's piece of s_fb, then to the step rows under that policy (NOTES above)
+    __syncwarp();  // (the warp's reads of the previous strip)
+    wmma::store_matrix_sync(stage, acc[0], unsigned(NC), wmma::mem_row_major);
+    wmma::store_matrix_sync(stage + 16, acc[1], unsigned(NC), wmma::mem_row_major);
+    __syncwarp();
     float* dst = p.gate_ws + (row0 + 16 * s) * p.gate_ws_row + int64_t(h) * K + warp * NC;
-    wmma::store_matrix_sync(dst, acc[0], unsigned(p.gate_ws_row), wmma::mem_row_major);
-    wmma::store_matrix_sync(dst + 16, acc[1], unsigned(p.gate_ws_row), wmma::mem_row_major);
+#pragma unroll
+    for (int i = 0; i < 16 * NC / 4 / 32; ++i) {
+      const int e = (tid & 31) + 32 * i, r = e / (NC / 4), c = e % (NC / 4);
+      if (row0 + 16 * s + r < rows)
+        ::cuda::ptx::st_L2_cache_hint(::cuda::ptx::space_global, reinterpret_cast<float4*>(dst + r * p.gate_ws_row) + c,
+                                      reinterpret_cast<const float4*>(stage + r * NC)[c], policy);
+    }
   }
 }
 

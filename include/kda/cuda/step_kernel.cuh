@@ -551,6 +551,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // (the late wait here too: every CTA waits for the gate grid, so this grid never completes
     // before it, even when every request is a pad)
     if (late_wait) cudaGridDependencySynchronize();
+    if constexpr (SPLIT == 1) {
+      if (gate_from_ws) drop_gate_logits(p, row_base, h, q, tid);  // (after the wait: the gate grid's stores landed)
+    }
     if constexpr (SPLIT > 1) ptx::barrier_cluster_wait();  // every rank takes this branch
     return;
   }
@@ -1395,6 +1398,9 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
 
   // ---- gated RMSNorm -> bf16 out ------------------------------------------------------------
   sync_main();  // s_o complete
+  if constexpr (SPLIT == 1) {
+    if (gate_from_ws) drop_gate_logits(p, row_base, h, q, tid);  // (every token's logits were read in the prologue)
+  }
   // NOTES: the norm exchange. Each rank stores its q partials Σo² into every rank by st.async,
   // completing on the receiver's norm_full, and waits on its own. It replaced a cluster barrier
   // after the exchange, whose arrive (release at cluster scope: MEMBAR.ALL.GPU in the SASS) made
