@@ -87,13 +87,13 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
   }
   __syncthreads();
 
-  // NOTES: the logits are stored with an L2 evict-last policy where they take at most a third of the L2
-  // (p.gate_ws_keep: heuristics::gate_logits_keep_in_l2; more crowds out the state's own traffic), so that they are
-  // still in L2 when the step reads them (the step streams its state through L2 meanwhile), and a Wide step drops them
-  // once read (drop_gate_logits): 512 bytes an item neither written to DRAM nor read back. A Split step's ranks all read an item's logits, so none drops
-  // them: they stay until the next step's gate kernel writes the same lines again, at most the workspace of a grid
-  // small enough for Split. The strip goes through the warp's piece of s_fb (free: every warp holds its B fragments
-  // since the barrier above) as 16-byte pieces; the padding rows past the last step row are never read, so not stored.
+  // NOTES: the logits are stored L2 evict-last where they take at most a third of the L2 (p.gate_ws_keep:
+  // heuristics::gate_logits_keep_in_l2; more crowds out the state's own traffic), so that they are still in L2 when
+  // the step reads them (it streams its state through L2 meanwhile), and a Wide step drops them once read
+  // (drop_gate_logits): 512 bytes an item neither written to DRAM nor read back. Split's ranks all read an item's
+  // logits, so none drops them: they stay until the next gate kernel writes the lines again (at most a Split grid's
+  // workspace). The strip goes through the warp's piece of s_fb (free: every warp holds its B fragments since the
+  // barrier above) in 16-byte pieces; the padding rows past the last step row, never read, are not stored.
   float* stage = reinterpret_cast<float*>(smem) + warp * 16 * NC;
   static_assert(NW * 16 * NC * 4 <= K * LD * 2, "the warps' strips fit in s_fb");
   const uint64_t policy = p.gate_ws_keep ? l2_evict_last_policy() : l2_evict_normal_policy();
