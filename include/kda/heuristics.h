@@ -480,14 +480,16 @@ inline int gate_tile_rows(int H, int64_t rows) {
 
 /// Gate mode 1: whether the gate kernel stores a step's logits (B·q rows of D fp32, 512 bytes an
 /// item and token) with an L2 evict-last policy (gate_kernel.cuh), so that the step, which streams
-/// its state through L2 meanwhile, still finds them there (a Wide step drops them once read either
-/// way: drop_gate_logits). Only while they take at most a third of the L2. On an H100 (50 MiB of
-/// L2; docs/data/ladder_s63, runs 1 and 2, against the tree's plain stores without the drop):
-/// 12 MiB kept 0.1–1.2% faster (bf16 and fp32 decode at H = 96, B = 64 … 256 and H = 24, 48,
-/// B = 128, 256; fp32 append Qr = 8; record / fused q = 4 at H = 96, B = 64 1.5–2.4%); 48 MiB
-/// (q = 4, B = 256) kept 0.5–0.6% slower, the kept lines crowding out the state's own traffic, and
-/// with plain stores (this rule) within 0.06–0.21%. l2_bytes 0 (unknown): plain stores.
-inline constexpr int64_t kGateLogitsKeepL2Fraction = 3;  ///< keep when logits ≤ L2 / this
+/// its state through L2 meanwhile, still finds them there, and a Wide step drops them once read
+/// (drop_gate_logits). Only while they take at most half the L2. On an H100 (50 MiB of L2;
+/// docs/data/ladder_s63, calls ZP and ZR, evict-last and the drop against the tree's plain stores):
+/// 12 MiB 0.1–1.2% faster (bf16 and fp32 decode at H = 96, B = 64 … 256 and H = 24, 48, B = 128,
+/// 256; fp32 append Qr = 8; record / fused q = 4 at H = 96, B = 64 1.5–2.4%), 24 MiB (q = 4,
+/// B = 128) record 1.0% faster, fused a tie, 48 MiB (q = 4, B = 256) 0.5–0.6% slower: the kept
+/// lines crowd out the state's own traffic. On an H200 (60 MiB; ladder_s64, half against a third)
+/// 24 MiB kept: record / fused q = 4, B = 128 0.6 / 1.7% faster, every other point within 0.4%.
+/// Beyond the share the logits take plain stores and stay. l2_bytes 0 (unknown): plain stores.
+inline constexpr int64_t kGateLogitsKeepL2Fraction = 2;  ///< keep when logits ≤ L2 / this
 inline bool gate_logits_keep_in_l2(int64_t logits_bytes, int64_t l2_bytes) {
   return l2_bytes > 0 && logits_bytes * kGateLogitsKeepL2Fraction <= l2_bytes;
 }

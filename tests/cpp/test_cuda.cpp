@@ -551,10 +551,10 @@ TEST_F(CudaVsCpu, SharedGateEveryStepKind) {
   }
 }
 
-/// Gate mode 1 past heuristics::gate_logits_keep_in_l2's share: a step whose logits take more than a
-/// third of the device's L2 has the gate kernel store them under the default policy (every case above
-/// is small enough to keep them evict-last), and its Wide step still drops them once read. Against
-/// the CPU backend, the plan checked to be that form.
+/// Gate mode 1 past heuristics::gate_logits_keep_in_l2's share: a step whose logits take more than
+/// half the device's L2 has the gate kernel store them under the default policy (every case above is
+/// small enough to keep them evict-last), and its Wide step leaves them (no drop). Against the CPU
+/// backend, the plan checked to be that form.
 TEST_F(CudaVsCpu, SharedGateLogitsPastTheL2Share) {
   int dev = 0, l2 = 0;
   ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
@@ -563,7 +563,7 @@ TEST_F(CudaVsCpu, SharedGateLogitsPastTheL2Share) {
   c.gate1 = true;
   c.mode = StepMode::kRecord;
   c.H = 8;
-  c.q = 16;  // 64 KiB of logits a request; about 2,600 items on an H200: Wide
+  c.q = 16;  // 64 KiB of logits a request; about 3,900 items on an H200: Wide
   const int64_t request_bytes = int64_t(c.H) * c.q * kda::kHeadDim * 4;
   c.B = int(int64_t(l2) / kda::heuristics::kGateLogitsKeepL2Fraction / request_bytes + 1);
   Plan ran;

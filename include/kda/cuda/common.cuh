@@ -132,7 +132,9 @@ __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, uint32
 }
 
 /// Gate mode 1: drops an item's logits (its q rows of head h in p.gate_ws, 512 bytes a row) from L2 once the item has
-/// read them, so that a line still in L2 is not written back; threads 0 … 4q − 1 each drop one 128-byte line.
+/// read them, so that a line still in L2 is not written back; threads 0 … 4q − 1 each drop one 128-byte line. Only
+/// where the gate kernel kept them in L2 (p.gate_ws_keep): beyond that share most have left L2 before the step reads
+/// them, and dropping them anyway measured 0.1–0.2% slower (record / fused q = 4, H = 96, B = 256; docs/data/ladder_s63).
 /// NOTES: only where one CTA reads the item's logits (Wide, Split 1) and only after it has read them (and, for a pad,
 /// after its wait on the gate grid, whose stores they would otherwise precede). Nothing reads them after the step: the
 /// next step's gate kernel writes them again after its own wait on this grid. With the gate kernel's evict-last stores
@@ -140,7 +142,7 @@ __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, uint32
 __device__ __forceinline__ void drop_gate_logits(const StepParams& p, int64_t row_base, int h, int q, int tid) {
   // (discard.global.L2 itself: cuda::discard_memory takes any range, and its loop over the lines of an address it
   // cannot prove aligned compiles to a dozen of them; these lines are aligned, rows of whole heads in a cudaMalloc)
-  if (tid < 4 * q)
+  if (p.gate_ws_keep && tid < 4 * q)
     asm volatile("discard.global.L2 [%0], 128;" ::"l"(p.gate_ws + (row_base + tid / 4) * p.gate_ws_row + h * kHeadDim +
                                                       (tid % 4) * 32)
                  : "memory");

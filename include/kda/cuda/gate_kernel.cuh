@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
   }
   __syncthreads();
 
-  // NOTES: the logits are stored L2 evict-last where they take at most a third of the L2 (p.gate_ws_keep:
+  // NOTES: the logits are stored L2 evict-last where they take at most half the L2 (p.gate_ws_keep:
   // heuristics::gate_logits_keep_in_l2; more crowds out the state's own traffic), so that they are still in L2 when
   // the step reads them (it streams its state through L2 meanwhile), and a Wide step drops them once read
   // (drop_gate_logits): 512 bytes an item neither written to DRAM nor read back. Split's ranks all read an item's
