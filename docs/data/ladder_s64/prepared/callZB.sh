@@ -10,22 +10,35 @@
 # (rows16io, rows16io/4) beside bf16 `auto` and gate mode 2 at H = 24, B = 256, H = 48, B = 128 / 256 and H = 96,
 # B = 64 (<= 1.15 x floor). Then fla's per-token verify chain (benchmarks/fla_chain.py) beside per_token q = 4 at
 # H = 32, 96 x B = 8, 64, 256 (<= 0.5 x fla: the H200 last measured in session 23). In what CAP (default 520 s)
-# leaves, in that order. On another card: the checks and LADDER_A only.
+# leaves, in that order. On another card: the checks and LADDER_A only. H200_ONLY=1: on another card run nothing (the
+# H100 branch ran as run 2), or with H100_CHECKS=1 the Python suite, golden and the CUDA fuzzer (3000 configurations)
+# with the tree's wheel (carry .kdawhl: `KDA_CUDA_ARCHS=90a python3.12 -m pip wheel --no-deps -w .kdawhl .`);
+# SKIP_CHECKS=1: no C++ checks (run 2 had them).
 set -uo pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $GPU"; echo "$GPU" > "$OUT/gpu.txt"
+if [[ ${H200_ONLY:-0} == 1 && $GPU != *H200* ]]; then
+  if [[ ${H100_CHECKS:-0} == 1 ]]; then
+    OUT=$OUT STAGES="pytest golden fuzz" WHEEL="$(ls .kdawhl/*.whl)" PYTEST_TIMEOUT=${PYTEST_S:-300} FUZZ_CONFIGS=3000 \
+      FUZZ_SEED0=20261640 FUZZ_DEADLINE=${CAP:-520} scripts/gpu_run.sh > /tmp/h100_run.txt 2>&1
+    cp /tmp/h100_run.txt "$OUT/run.txt"; tail -25 /tmp/h100_run.txt
+  else
+    echo "not an H200: nothing run"
+  fi
+  exit 0
+fi
 CAP=${CAP:-520}
 B=/tmp/zb && mkdir -p $B /tmp/o && tar xJf .gpuZB/binZB.tar.xz -C $B && echo "commit $(cat $B/bin/commit.txt)"
 P=docs/data/ladder_s64/prepared
-for i in 0 1 2 3; do
+for i in $( ((${SKIP_CHECKS:-0})) || echo 0 1 2 3); do
   GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout ${TESTS_S:-200} $B/bin/kda_cuda_tests --gtest_brief=1 --gtest_filter="${SUITE_FILTER:-*}" \
     > /tmp/o/suite$i.txt 2>&1 &
 done
-for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
+for tool in $( ((${SKIP_CHECKS:-0})) || echo ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}); do
   timeout ${SAN_S:-200} compute-sanitizer --tool $tool --error-exitcode 9 $B/bin/kda_tests \
     --gtest_filter='SanitizerMatrix.*' --gtest_brief=1 > /tmp/o/san-$tool.log 2>&1 &
 done
 wait
-{
+((${SKIP_CHECKS:-0})) || {
   for i in 0 1 2 3; do echo "suite$i: $(grep -E '^\[==========\]|^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]' /tmp/o/suite$i.txt | tr '\n' ' ')"; done
   grep -h '^\[  FAILED  \] [A-Z]' /tmp/o/suite*.txt | sort -u
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
