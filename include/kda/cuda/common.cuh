@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cuda/annotated_ptr>
 #include <cuda/atomic>
 #include <cuda/ptx>
 
@@ -102,26 +103,15 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst, src, bytes, bar);
 }
-/// An L2 policy that evicts the lines it covers first (createpolicy ... evict_first).
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t p;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
+/// The 64-bit L2 cache-policy operand of the `.L2::cache_hint` forms below, from a libcu++ access property over the
+/// whole range: `streaming{}` evicts first (data read once), `normal{}` is the default priority, `persisting{}`
+/// evicts last. NOTES: the values are those of `createpolicy.fractional.L2::evict_{first,normal,last}.b64 p, 1.0`
+/// bit for bit (0x12f00000'00000000, 0x16f00000'00000000, 0x14f00000'00000000 in both forms' sm_90a SASS).
+template <class AccessProperty>
+__device__ __forceinline__ uint64_t l2_policy(AccessProperty property) {
+  return static_cast<uint64_t>(::cuda::access_property(property));
 }
-/// An L2 policy with the default eviction priority (createpolicy ... evict_normal).
-__device__ __forceinline__ uint64_t l2_evict_normal_policy() {
-  uint64_t p;
-  asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-/// An L2 policy that keeps the lines it covers ahead of others (createpolicy ... evict_last).
-__device__ __forceinline__ uint64_t l2_evict_last_policy() {
-  uint64_t p;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-/// bulk_g2s with an L2 cache policy (l2_evict_first_policy: data read once). cuda::ptx has
-/// no form of cp.async.bulk with .L2::cache_hint.
+/// bulk_g2s with an L2 cache policy (l2_policy). cuda::ptx has no form of cp.async.bulk with .L2::cache_hint.
 __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                               uint64_t policy) {
   asm volatile(

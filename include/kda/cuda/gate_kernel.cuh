@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(cuda_config::kGateThreads) kda_gate_kernel(con
   // barrier above) in 16-byte pieces; the padding rows past the last step row, never read, are not stored.
   float* stage = reinterpret_cast<float*>(smem) + warp * 16 * NC;
   static_assert(NW * 16 * NC * 4 <= K * LD * 2, "the warps' strips fit in s_fb");
-  const uint64_t policy = p.gate_ws_keep ? l2_evict_last_policy() : l2_evict_normal_policy();
+  const uint64_t policy =
+      p.gate_ws_keep ? l2_policy(::cuda::access_property::persisting{}) : l2_policy(::cuda::access_property::normal{});
   for (int s = 0; s < M / 16 && row0 + 16 * s < rows; ++s) {
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
     wmma::fill_fragment(acc[0], 0.f);

@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // one state chunk into its stage (thread 0)
   auto state_g2s = [&](unsigned char* dst, const char* src, uint64_t* bar) {
     if constexpr (T::kStateEvictFirst)
-      bulk_g2s_hint(dst, src, uint32_t(L.stage_bytes()), bar, l2_evict_first_policy());
+      bulk_g2s_hint(dst, src, uint32_t(L.stage_bytes()), bar, l2_policy(::cuda::access_property::streaming{}));
     else
       bulk_g2s(dst, src, uint32_t(L.stage_bytes()), bar);
   };
