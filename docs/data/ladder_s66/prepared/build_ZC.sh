@@ -13,6 +13,9 @@ W=$(mktemp -d); mkdir -p $W/bin .gpuZC
 NO_NINJA=1 PATCH=docs/data/ladder_s60/prepared/rung_f16.diff TARGET=kda_bench \
   INST="step_split1_f32_q1 step_split1_f32_q1_keep step_split1_f32_q1_nofb step_split1_f32_q1_nofb_keep step_split1_f32_q1_nofb_occ6" \
   benchmarks/ladder/build_variants.sh $W/bin f16a=
+# a4: the tree's kernels, its planner with fp32 append at four CTAs per SM (two 16 KiB stages each) instead of six (one
+# each): session 37's H200 measure (six 1.9-2.6% faster at H = 96, B = 64 / 256) again on the H200's slower append.
+NO_NINJA=1 benchmarks/ladder/build_variants.sh $W/bin a4="-DKDA_STEP_F32_APPEND_CTAS_PER_SM=4"
 git rev-parse --short HEAD > $W/bin/commit_f16a.txt
 tar cf - -C $W bin | xz -T2 -6 > .gpuZC/binZC.tar.xz
 rm -rf $W

@@ -2,8 +2,9 @@
 # Session 66's call: carry [".gpuZB", ".whl"] (and ".gpuZC" for an H200's rung, ".kdawhl" for H100_DO=py):
 # - an H200: call ZB's H200 part (append bisection LADDER_A, own-bytes bounds LADDER_B, fla's per-token chain),
 #   with no C++ checks, in CAP_ZB seconds (default 330); then, in what CAP_H200 (default 420) leaves, rung f16a
-#   (build_ZC.sh: Wide fp32 q = 1 in 16-row chunks) against the tree, fp32 decode and append Qr = 8 at H = 48, 96 x
-#   B = 64, 128, 256 in gate modes `auto` and 2, two passes in both orders (LADDER_C1 / C2, sum_C.txt);
+#   (build_ZC.sh: Wide fp32 q = 1 in 16-row chunks) and a4 (fp32 append at four CTAs per SM) against the tree, fp32
+#   decode (f16a) and append Qr = 8 at H = 48, 96 x B = 64, 128, 256 in gate modes `auto` and 2, two passes in both
+#   orders (LADDER_C1 / C2, sum_C.txt);
 # - another card, H100_DO=cpp (default): the whole C++ GPU suite (four shards) and the sanitizer matrix under the four
 #   tools on the landed tree (.gpuZB's test binaries, built at the tree with rung pol), in TESTS_S seconds;
 # - another card, H100_DO=none: nothing (a try for an H200 that costs no more than the start);
