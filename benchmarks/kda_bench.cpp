@@ -11,6 +11,7 @@
 //                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
 //                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16|f32,bf16] [--gate 0|1|2|auto]
 //                  [--layout ds|sd] [--narrow auto|on|off] [--peer FILE] [--csv FILE] [--dump-out PREFIX]
+//                  [--sms N]
 //   --narrow    the policy's CTA form for Wide's bf16 q = 1 decode / per_token steps (Policy::narrow); the
 //               variant column then ends in "n" where the plan runs the narrow form
 //   --gate      the policy's gate mode (SPEC §5; default 0): 0 per item, 1 shared (the gate
@@ -23,9 +24,15 @@
 //               the figures come from is a `# device: NAME` line of the file, else the file
 //               name's last `_` token (h200); on another card the run says so first, since
 //               the ratio then compares two cards
+//   --sms N     the steps on N of the device's SMs (a green context: cuDevSmResourceSplitByCount, which rounds N up
+//               to the architecture's granularity, 8 on sm_90; the line `# green context` says how many): a card with
+//               more DRAM bandwidth per SM, e.g. an H100 (3.35 TB/s) on 88 SMs has the H200's 36-38 GB/s per SM. The
+//               copy ceiling and so the floor stay the whole device's; the planner still plans for all SMs, so
+//               grids below about ten waves run otherwise than on such a card
 //   --dump-out  after each point, the last replay's outputs (steps × rows × D bf16, the graph's
 //               steps in order) written raw to PREFIX_<mode>_<state>_H<H>_B<B>.bin: for builds whose
 //               kernels write a probe into the outputs (KDA_TIMELINE, benchmarks/ladder/timeline.py)
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,6 +56,53 @@ namespace {
 
 using namespace kda;
 constexpr int K = 128, W = 4;
+
+/// --sms: the green context the steps run in (null: the whole device).
+CUgreenCtx g_green = nullptr;
+
+#define CU(x)                                                                        \
+  do {                                                                               \
+    CUresult r_ = (x);                                                               \
+    if (r_ != CUDA_SUCCESS) {                                                        \
+      const char* m_ = nullptr;                                                      \
+      cuGetErrorString(r_, &m_);                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, m_ ? m_ : "?"); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+/// A green context of at least `sms` of device 0's SMs (cuDevSmResourceSplitByCount's granularity): its SM count.
+/// The runtime's primary context is made current first, so that the green context shares its allocations and modules.
+int use_sm_partition(int sms) {
+  CK(cudaFree(nullptr));
+  CUdevice dev;
+  CU(cuDeviceGet(&dev, 0));
+  CUdevResource all{}, part{};
+  CU(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+  unsigned groups = 1;
+  CU(cuDevSmResourceSplitByCount(&part, &groups, &all, nullptr, 0, unsigned(sms)));
+  if (groups < 1) {
+    std::fprintf(stderr, "--sms: no partition of %d SMs on a device of %u\n", sms, all.sm.smCount);
+    std::exit(2);
+  }
+  CUdevResourceDesc desc;
+  CU(cuDevResourceGenerateDesc(&desc, &part, 1));
+  CU(cuGreenCtxCreate(&g_green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  return int(part.sm.smCount);
+}
+
+/// A non-blocking stream, in the green context where --sms asked for one.
+cudaStream_t make_stream() {
+  cudaStream_t s;
+  if (g_green) {
+    CUstream cs;
+    CU(cuGreenCtxStreamCreate(&cs, g_green, CU_STREAM_NON_BLOCKING, 0));
+    s = cs;
+  } else {
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
+  return s;
+}
 
 /// The items of a comma-separated list.
 std::vector<std::string> split_list(const std::string& s) {
@@ -263,8 +317,7 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   kda.prepare(caches);
   const Plan& plan = kda.plan_for(StepKey{mode, B, q}, caches);
 
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = make_stream();
   auto enqueue = [&] {
     if (pend) CK(cudaMemcpyAsync(pend, pend0, P * 4, cudaMemcpyDeviceToDevice, s));
     for (int i = 0; i < steps; ++i) {
@@ -319,7 +372,7 @@ int main(int argc, char** argv) {
   std::vector<int> Hs = {12, 32, 96}, Bs = {1, 8, 64, 256};
   std::vector<int> qs = {1}, qrs = {8};
   std::string mode_s = "decode", variant_s = "auto", state_s = "f32", csv, peer_file, peer_device, layout_s = "ds";
-  int gate = 0;
+  int gate = 0, sms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--H")
@@ -348,6 +401,8 @@ int main(int argc, char** argv) {
       g_dump_out = v;
     else if (k == "--narrow")
       g_narrow = parse_narrow_form(v);
+    else if (k == "--sms")
+      sms = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -413,6 +468,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kda_bench: --peer figures are from %s, this GPU is %s\n", peer_device.c_str(), prop.name);
   }
   FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
+  if (sms > 0)
+    std::printf("# green context: the steps on %d of the %d SMs (--sms %d); ceiling and floor the whole device's\n",
+                use_sm_partition(sms), prop.multiProcessorCount, sms);
   if (f)
     std::fprintf(f,
                  "mode,q,H,B,variant_req,variant,split,state,gate,layout,qr,us,floor_us,ratio,GBs,pct_ceiling,peer_us,"

@@ -88,8 +88,10 @@ for spec in "$@"; do
     # objects ahead of the library (they may need any of its members), archives after it
     mains=() libs=()
     for o in "${objs[@]}"; do if [[ $o == *.a ]]; then libs+=("$o"); else mains+=("$o"); fi; done
+    driver=()  # kda_bench's --sms: the driver API (linked against its stub, loaded from the device's driver)
+    [[ $t != kda_bench ]] || driver=(-L"$cudalib/stubs" -lcuda)
     c++ -O3 "${mains[@]}" "${insts[@]}" "$out/plan_$name.o" -o "$out/${t}_$name" \
-      -L"$cudalib" "$BUILD/libkda_core.a" "${libs[@]}" "$cudalib/libcudart_static.a" -ldl -lrt -lpthread
+      -L"$cudalib" "$BUILD/libkda_core.a" "${libs[@]}" "$cudalib/libcudart_static.a" "${driver[@]}" -ldl -lrt -lpthread
     echo "$out/${t}_$name ($defs)"
   done
   rm -f "$out/plan_$name.o" "${insts[@]}"
