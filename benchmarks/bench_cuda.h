@@ -2,9 +2,10 @@
 // call that must succeed (on an error it names the file, line, call and error, and exits with
 // status 1); a launch with programmatic dependent launch; the timing protocol of BENCHMARKS.md:
 // 3 warm-up runs, then the median of 15 runs timed with CUDA events; a CUDA graph replayed that
-// way; the copy ceiling.
+// way; the copy ceiling; `--sms N`'s green context (a program that calls use_sm_partition links the driver API).
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,6 +21,55 @@
       std::exit(1);                                                                           \
     }                                                                                         \
   } while (0)
+
+#define CU(x)                                                                        \
+  do {                                                                               \
+    CUresult r_ = (x);                                                               \
+    if (r_ != CUDA_SUCCESS) {                                                        \
+      const char* m_ = nullptr;                                                      \
+      cuGetErrorString(r_, &m_);                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, m_ ? m_ : "?"); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+/// `--sms N`: the green context a benchmark's streams run in (null: the whole device).
+inline CUgreenCtx g_bench_green = nullptr;
+
+/// A green context of at least `sms` of device 0's SMs (cuDevSmResourceSplitByCount rounds up to the architecture's
+/// granularity, 8 on sm_90), in which make_stream() then creates its streams: a card with more DRAM bandwidth per SM
+/// (an H100 on 88 of its 132 SMs has the H200's). Nothing of the device's settings changes. Returns its SM count. The
+/// runtime's primary context is made current first, so that the green context shares its allocations and modules.
+inline int use_sm_partition(int sms) {
+  CK(cudaFree(nullptr));
+  CUdevice dev;
+  CU(cuDeviceGet(&dev, 0));
+  CUdevResource all{}, part{};
+  CU(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+  unsigned groups = 1;
+  CU(cuDevSmResourceSplitByCount(&part, &groups, &all, nullptr, 0, unsigned(sms)));
+  if (groups < 1) {
+    std::fprintf(stderr, "--sms: no partition of %d SMs on a device of %u\n", sms, all.sm.smCount);
+    std::exit(2);
+  }
+  CUdevResourceDesc desc;
+  CU(cuDevResourceGenerateDesc(&desc, &part, 1));
+  CU(cuGreenCtxCreate(&g_bench_green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  return int(part.sm.smCount);
+}
+
+/// A non-blocking stream, in use_sm_partition's green context where there is one.
+inline cudaStream_t make_stream() {
+  cudaStream_t s;
+  if (g_bench_green) {
+    CUstream cs;
+    CU(cuGreenCtxStreamCreate(&cs, g_bench_green, CU_STREAM_NON_BLOCKING, 0));
+    s = cs;
+  } else {
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
+  return s;
+}
 
 /// One launch of `kernel(args)` on `grid` CTAs of `threads` with programmatic dependent launch,
 /// as the library launches its step kernels (a grid may start while the previous one drains);

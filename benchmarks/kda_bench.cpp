@@ -32,7 +32,6 @@
 //   --dump-out  after each point, the last replay's outputs (steps × rows × D bf16, the graph's
 //               steps in order) written raw to PREFIX_<mode>_<state>_H<H>_B<B>.bin: for builds whose
 //               kernels write a probe into the outputs (KDA_TIMELINE, benchmarks/ladder/timeline.py)
-#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,53 +55,6 @@ namespace {
 
 using namespace kda;
 constexpr int K = 128, W = 4;
-
-/// --sms: the green context the steps run in (null: the whole device).
-CUgreenCtx g_green = nullptr;
-
-#define CU(x)                                                                        \
-  do {                                                                               \
-    CUresult r_ = (x);                                                               \
-    if (r_ != CUDA_SUCCESS) {                                                        \
-      const char* m_ = nullptr;                                                      \
-      cuGetErrorString(r_, &m_);                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, m_ ? m_ : "?"); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
-
-/// A green context of at least `sms` of device 0's SMs (cuDevSmResourceSplitByCount's granularity): its SM count.
-/// The runtime's primary context is made current first, so that the green context shares its allocations and modules.
-int use_sm_partition(int sms) {
-  CK(cudaFree(nullptr));
-  CUdevice dev;
-  CU(cuDeviceGet(&dev, 0));
-  CUdevResource all{}, part{};
-  CU(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
-  unsigned groups = 1;
-  CU(cuDevSmResourceSplitByCount(&part, &groups, &all, nullptr, 0, unsigned(sms)));
-  if (groups < 1) {
-    std::fprintf(stderr, "--sms: no partition of %d SMs on a device of %u\n", sms, all.sm.smCount);
-    std::exit(2);
-  }
-  CUdevResourceDesc desc;
-  CU(cuDevResourceGenerateDesc(&desc, &part, 1));
-  CU(cuGreenCtxCreate(&g_green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
-  return int(part.sm.smCount);
-}
-
-/// A non-blocking stream, in the green context where --sms asked for one.
-cudaStream_t make_stream() {
-  cudaStream_t s;
-  if (g_green) {
-    CUstream cs;
-    CU(cuGreenCtxStreamCreate(&cs, g_green, CU_STREAM_NON_BLOCKING, 0));
-    s = cs;
-  } else {
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  }
-  return s;
-}
 
 /// The items of a comma-separated list.
 std::vector<std::string> split_list(const std::string& s) {

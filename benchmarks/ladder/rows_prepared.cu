@@ -65,6 +65,8 @@
 // fused rungs; `--bf16` only the bf16 rungs (rows16io among them).
 //
 // `--io` times only move, rows, moveio, rowsio and rowsio/1 after the checks (the decode bounds at the step's own bytes).
+// `--sms N` times the rungs on a green context of N SMs (kda_bench's `--sms`; `flat` keeps its eight CTAs per SM of
+// the whole device, and the checks run on the whole device).
 // `--floors` times only the data-movement rungs (move, moveio, rowsio, empty, move/S, flat) and rows/S, rowsa/S,
 // movec/S, rows-/S after the checks:
 // the ladder over the decode grid that says which decode targets any structure can reach,
@@ -1415,10 +1417,15 @@ int main(int argc, char** argv) {
   bool fused = false;   // --fused: the fused rungs only
   bool bf16 = false;    // --bf16: the bf16 rungs only
   bool io = false;      // --io: move, rows, moveio, rowsio, rowsio/1 only
+  int sms = 0;          // --sms N: the timed rungs on a green context of N SMs (bench_cuda.h use_sm_partition)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv") {
       ++i;
+      continue;
+    }
+    if (arg == "--sms" && i + 1 < argc) {
+      sms = std::atoi(argv[++i]);
       continue;
     }
     bool* flag = arg == "--floors"   ? &floors
@@ -1645,8 +1652,10 @@ int main(int argc, char** argv) {
   const double step_bytes = step_floor_bytes(H, B, 1, 2.0 * kTile * 4);
   std::printf("# copy ceiling %.0f GB/s; decode step floor %.1f us (kda_bench's bytes)\n", ceiling / 1e9,
               step_bytes / ceiling * 1e6);
-  cudaStream_t st;
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  if (sms > 0)
+    std::printf("# green context: the timed rungs on %d SMs (--sms %d); the ceiling and floors the whole device's\n",
+                use_sm_partition(sms), sms);
+  cudaStream_t st = make_stream();
   // the raw gate (gate mode 2) of the own-bytes rungs
   std::vector<uint16_t> gate_h(size_t(N) * B * D);
   for (auto& x : gate_h) x = kda::f32_to_bf16(n01(rng));
