@@ -3,7 +3,7 @@
 # (callZC.sh: call ZB's H200 part, then rungs f16a and a4). On another card: the H200's DRAM bandwidth per SM on that
 # card (kda_bench --sms 88: a green context of 88 SMs), two passes in both orders (LADDER_D1 / D2, sum_D.txt), in CAP
 # seconds (default 300):
-# - first one line at 66 SMs (fp32 decode, H = 96, B = 256) beside the whole card's: whether the partition holds;
+# - first one line at --sms 66 (72 SMs: the granularity is 8; fp32 decode, H = 96, B = 256) beside the whole card's: whether the partition holds;
 # - the tree on all SMs and on 88: fp32 decode and append Qr = 8, 16 at H = 48, 96 x B = 64, 128, 256, bf16 decode at
 #   H = 24, 48, 96 x B = 64, 128, 256 (on 88 SMs in the narrow form, as the planner lays it out on an H200), `auto`;
 #   the ratios to compare with the H200's (ladder_s64/run1: fp32 decode 1.086-1.114 x floor, append Qr = 8 / decode
