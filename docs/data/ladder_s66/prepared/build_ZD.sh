@@ -13,6 +13,11 @@ for n in tree tree88 tree66; do cp build/gpu/benchmarks/kda_bench $W/bin/kda_ben
 cp build/gpu/benchmarks/kda_bench build/gpu/benchmarks/rows_prepared $W/bin/
 tar xJf .gpuZC/binZC.tar.xz -C $W
 mv $W/bin/kda_bench_f16a $W/bin/kda_bench_f16a88 && mv $W/bin/kda_bench_a4 $W/bin/kda_bench_a488
+# rung a5 (rung_a5.diff): the fp32 q = 1 six-CTA kernel compiled for five CTAs per SM (48 registers, no spills, where
+# six allow 40 and spill 16 bytes) and fp32 append laid out at five (Qr = 16 too: its records fit five), as a5 and a588
+NO_NINJA=1 PATCH=docs/data/ladder_s66/prepared/rung_a5.diff INST=step_split1_f32_q1_nofb_occ6 \
+  benchmarks/ladder/build_variants.sh $W/bin a5="-DKDA_RUNG_F32_OCC6_BOUND=5 -DKDA_STEP_F32_APPEND_CTAS_PER_SM=5"
+cp $W/bin/kda_bench_a5 $W/bin/kda_bench_a588
 git rev-parse --short HEAD > $W/bin/commit.txt
 git diff --quiet HEAD -- include src benchmarks || echo "+ working tree changes" >> $W/bin/commit.txt
 tar cf - -C $W bin | xz -T2 --lzma2=preset=6,dict=256MiB > .gpuZD/binZD.tar.xz
