@@ -46,6 +46,10 @@ inline int use_sm_partition(int sms) {
   CU(cuDeviceGet(&dev, 0));
   CUdevResource all{}, part{};
   CU(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+  if (sms < 1 || unsigned(sms) > all.sm.smCount) {
+    std::fprintf(stderr, "--sms: expected 1 to %u SMs (the device's), got %d\n", all.sm.smCount, sms);
+    std::exit(2);
+  }
   unsigned groups = 1;
   CU(cuDevSmResourceSplitByCount(&part, &groups, &all, nullptr, 0, unsigned(sms)));
   if (groups < 1) {

@@ -420,7 +420,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kda_bench: --peer figures are from %s, this GPU is %s\n", peer_device.c_str(), prop.name);
   }
   FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
-  if (sms > 0)
+  if (sms != 0)
     std::printf("# green context: the steps on %d of the %d SMs (--sms %d); ceiling and floor the whole device's\n",
                 use_sm_partition(sms), prop.multiProcessorCount, sms);
   if (f)

@@ -1417,7 +1417,7 @@ int main(int argc, char** argv) {
   bool fused = false;   // --fused: the fused rungs only
   bool bf16 = false;    // --bf16: the bf16 rungs only
   bool io = false;      // --io: move, rows, moveio, rowsio, rowsio/1 only
-  int sms = 0;          // --sms N: the timed rungs on a green context of N SMs (bench_cuda.h use_sm_partition)
+  int sms = 0;          // --sms N (0: the whole device): the timed rungs on a green context of N SMs (bench_cuda.h use_sm_partition)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv") {
@@ -1652,7 +1652,7 @@ int main(int argc, char** argv) {
   const double step_bytes = step_floor_bytes(H, B, 1, 2.0 * kTile * 4);
   std::printf("# copy ceiling %.0f GB/s; decode step floor %.1f us (kda_bench's bytes)\n", ceiling / 1e9,
               step_bytes / ceiling * 1e6);
-  if (sms > 0)
+  if (sms != 0)
     std::printf("# green context: the timed rungs on %d SMs (--sms %d); the ceiling and floors the whole device's\n",
                 use_sm_partition(sms), sms);
   cudaStream_t st = make_stream();
