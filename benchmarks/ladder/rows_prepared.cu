@@ -1417,7 +1417,7 @@ int main(int argc, char** argv) {
   bool fused = false;   // --fused: the fused rungs only
   bool bf16 = false;    // --bf16: the bf16 rungs only
   bool io = false;      // --io: move, rows, moveio, rowsio, rowsio/1 only
-  int sms = 0;          // --sms N (0: the whole device): the timed rungs on a green context of N SMs (bench_cuda.h use_sm_partition)
+  int sms = 0;          // --sms N: the timed rungs on a green context of N SMs (0: the whole device)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv") {
