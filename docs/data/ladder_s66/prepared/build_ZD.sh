@@ -22,5 +22,5 @@ git rev-parse --short HEAD > $W/bin/commit.txt
 git diff --quiet HEAD -- include src benchmarks || echo "+ working tree changes" >> $W/bin/commit.txt
 tar cf - -C $W bin | xz -T2 --lzma2=preset=6,dict=256MiB > .gpuZD/binZD.tar.xz
 rm -rf $W
-grep -q '^.gpuZD/' /work/main/.git/info/exclude 2>/dev/null || echo '.gpuZD/' >> /work/main/.git/info/exclude
+grep -q '^.gpuZD/' .git/info/exclude 2>/dev/null || echo '.gpuZD/' >> .git/info/exclude
 ls -la .gpuZD
