@@ -244,16 +244,21 @@ inline bool narrow_step(int64_t ctas, int sms, int64_t dram_gbps) {
   return narrow_grid(ctas, sms) && dram_gbps >= kNarrowMinDramGbpsPerSm * sms;
 }
 /// fp32 append steps in gate modes 1 and 2 run the q = 1 kernel cut for six CTAs per SM too
-/// (`StepTraits<1, float, 1, false, 6>`, one fp32 stage; Qr = 16's records do not fit six, so
-/// four there).
+/// (`StepTraits<1, float, 1, false, 6>`, one fp32 stage); from Qr = 12 six CTAs' staged records
+/// do not fit, and they run five on the kernel compiled for five (`StepTraits<1, float, 1, false, 5>`,
+/// 48 registers, no spills; step_layout takes the counts below the preferred one in turn).
 /// NOTES: an append step reads the state but writes it back only once per Qr steps, and folds
 /// its pending records on the way: bound by the item's chain more than by its bytes, like bf16
 /// decode, so the items in flight pay more than the second stage. Qr = 8, H = 96, `auto`: B = 8 /
 /// 64 / 256 26.62 / 166.85 / 659.46 µs against 31.47 / 171.33 / 671.89 with four (−15.4 / −2.6
 /// / −1.9%); H = 48, B = 32 −7.0%, H = 12 / 48, B = 512 −2.3 / −1.7%; one request as
 /// fast (a spread grid keeps its layout) (docs/data/ladder_s37/run1). fp32 decode stays at four
-/// (kStepBf16Q1CtasPerSm above), and Qr = 16, whose records fit five but not six, too: at five it
-/// ran as fast as at four (H = 96, B = 32 / 64 / 256: −0.5 / +0.5 / +0.7%, docs/data/ladder_s38/run1).
+/// (kStepBf16Q1CtasPerSm above). Qr = 16 at five, on the six-CTA kernel compiled for five, against
+/// four (H100, H = 48, 96 x B = 64, 256): 7.2–8.5% faster on a green context of 88 SMs (the H200's
+/// DRAM bandwidth per SM, where append is bound by its SMs), 3.0–4.0% on all 132; Qr = 8 there
+/// at five instead of six: 0.2–0.8% slower on 88 SMs, 0.2–0.6% faster on 132, so Qr ≤ 11 keep six
+/// (docs/data/ladder_s67/run1, rung a5; session 38's five, on a kernel before the lean vectors,
+/// had tied four).
 /// KDA_STEP_F32_APPEND_CTAS_PER_SM: the ladder's knob (4: the decode kernel's layout).
 #ifndef KDA_STEP_F32_APPEND_CTAS_PER_SM
 #define KDA_STEP_F32_APPEND_CTAS_PER_SM 6
@@ -385,10 +390,12 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   if (per_sm > prefer_ctas_per_sm) per_sm = 0;
   // a grid spread at up to kStepSpreadCtasPerSm CTAs per SM is laid out for the CTAs that will
   // share an SM (so it takes the stages that fit beside them, not beside four)
+  // then every count below the preferred one: fp32 append at Qr = 12–16 (records that fit five CTAs, not six) five
+  // (kStepF32AppendCtasPerSm)
   const int first = per_sm > 0 ? int(per_sm) : small ? 2 : prefer_ctas_per_sm;
-  const int order[] = {first, prefer_ctas_per_sm, 4, 3, 2, 1};
-  for (int cps : order) {
-    if (cps > prefer_ctas_per_sm) continue;
+  for (int i = 0; i <= prefer_ctas_per_sm; ++i) {
+    const int cps = i == 0 ? first : prefer_ctas_per_sm + 1 - i;
+    if (cps > prefer_ctas_per_sm || cps < 1) continue;
     for (int st = top; st >= 1; --st) {
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q, threads};
       const int64_t bytes = L.bytes();

@@ -173,6 +173,7 @@ cudaError_t set_attrs(int64_t smem) {
     for (cudaError_t x : {cuda::set_step_attributes<1, uint16_t, 1, false, 6, kStoring>(smem),
                           cuda::set_step_attributes<1, uint16_t, 1, false, 6, kRecording>(smem),
                           cuda::set_step_attributes<1, float, 1, false, 6>(smem),
+                          cuda::set_step_attributes<1, float, 1, false, 5>(smem),
                           cuda::set_step_attributes<1, float, 1, false, 4, kStoring>(smem),
                           cuda::set_step_attributes<1, float, 1, false, 4>(smem), set_wide_attributes<float, 4>(smem),
                           set_wide_attributes<uint16_t, 4>(smem), set_wide_attributes<float, kSmall>(smem),
@@ -192,7 +193,8 @@ cudaError_t set_attrs(int64_t smem) {
 
 /// The Split/Wide instantiation of a plan: q = 1 steps have their own (constant offsets,
 /// token vectors in registers; without the F_B path, one cut for six CTAs per SM, which bf16
-/// decode and append and fp32 append run where the plan lays them out so, and Wide fp32 ones for
+/// decode and append and fp32 append run where the plan lays them out so, fp32 one for five (append
+/// where six CTAs' records do not fit), and Wide fp32 ones for
 /// four, which gate modes 1 and 2 run elsewhere; decode and per_token on instantiations of their own
 /// where those are built, the other kinds on Wide bf16's six-CTA one too: cuda_config::step_kind);
 /// other q without the F_B gate path where the plan's gate mode does not need it, and q = 2, 3, 4,
@@ -205,7 +207,8 @@ template <int SPLIT, class StateT>
 cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) {
   if (p.q == 1) {
     // Wide in gate modes 1 and 2: six CTAs per SM where the plan lays them out so (bf16 state:
-    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm), else fp32 at four; bf16 decode and
+    // heuristics::kStepBf16Q1CtasPerSm; fp32 append: kStepF32AppendCtasPerSm, five where six CTAs' records do not
+    // fit, on the fp32 kernel compiled for five), else fp32 at four; bf16 decode and
     // per_token on the narrow form where the plan names its threads (heuristics::narrow_step).
     // Decode and per_token run instantiations for those two kinds alone (no records, no fold, the
     // token's update kept) everywhere but Wide bf16 below six CTAs per SM; append, record and fused
@@ -214,9 +217,10 @@ cudaError_t launch_split(const StepParams& p, const Plan& plan, cudaStream_t s) 
     if constexpr (SPLIT == 1) {
       if (plan.gate_mode != GateMode::kPerItem) {
         if constexpr (sizeof(StateT) == 4) {
-          // fp32 plans lay out six only for append (a ladder knob may ask it of decode: four then)
+          // fp32 plans lay out six or five only for append (a ladder knob may ask it of decode: four then)
           // (append, record and fused on their kinds' own form were 2–6% slower: the kernel for every kind)
           if (keeps) return launch_step_kernel<1, float, 1, false, 4, kStoring>(p, plan, s);
+          if (plan.ctas_per_sm == 5) return launch_step_kernel<1, float, 1, false, 5>(p, plan, s);
           if (plan.ctas_per_sm > 4) return launch_step_kernel<1, float, 1, false, 6>(p, plan, s);
           return launch_step_kernel<1, float, 1, false, 4>(p, plan, s);
         } else {

@@ -1516,44 +1516,48 @@ TEST_F(CudaVsCpu, AppendQr16LargeGridEqualsDecode) {
 /// items on the H200): the q = 1 Wide kernel cut for six CTAs per SM
 /// (heuristics::kStepF32AppendCtasPerSm) with 0 to Qr pending records (a full row folded and
 /// written back first), both layouts, with and without the output norm, forced and auto, against
-/// the CPU backend; then SPEC §8's identity with decode (which runs the four-CTA kernel) bitwise
-/// over ten steps, a full row on the way.
+/// the CPU backend; at Qr = 12 and 16 (records that fit five CTAs, not six) the kernel compiled for
+/// five; then SPEC §8's identity with decode (which runs the four-CTA kernel) bitwise
+/// over ten steps (Qr = 8) and 18 (Qr = 16), a full row on the way.
 TEST_F(CudaVsCpu, Fp32AppendSixCtasPerSmWide) {
   int sms = 0;
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int B = (3 * sms) / 4 + 1;  // more than three CTAs per SM, so not spread (kStepSpreadCtasPerSm)
   uint32_t seed = 6700;
-  for (int rep = 0; rep < 4; ++rep) {
+  for (int rep = 0; rep < 7; ++rep) {
     Config c;
     c.mode = StepMode::kAppend;
     c.H = 4;
     c.B = B;  // 400 items on the H200
-    c.variant = rep == 3 ? Variant::kAuto : Variant::kWide;
+    c.variant = rep % 4 == 3 ? Variant::kAuto : Variant::kWide;
     c.gate1 = rep % 2 == 0;
     c.gate2 = !c.gate1;
-    c.ds = rep < 2;
-    c.output_norm = rep != 1;
-    c.Qr = rep % 2 ? 8 : 4;
-    c.pending = std::vector<int>{0, 8, 3, 5}[rep];
+    c.ds = rep % 4 < 2;
+    c.output_norm = rep % 4 != 1;
+    c.Qr = std::vector<int>{4, 8, 4, 8, 16, 12, 16}[rep];
+    c.pending = std::vector<int>{0, 8, 3, 5, 16, 7, 15}[rep];
     c.lower_bound = rep & 1;
     Plan pl;
     run_case(c, seed++, &pl);
-    EXPECT_EQ(pl.ctas_per_sm, kda::heuristics::kStepF32AppendCtasPerSm) << c.name() << ": " << pl.describe();
-    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), 6) << c.name() << ": the kernel that ran";
+    EXPECT_EQ(pl.ctas_per_sm, c.Qr < 12 ? kda::heuristics::kStepF32AppendCtasPerSm : 5)
+        << c.name() << ": " << pl.describe();
+    EXPECT_EQ(kda::counters::last_step_kernel_ctas_per_sm.load(), c.Qr < 12 ? 6 : 5)
+        << c.name() << ": the kernel that ran";
     EXPECT_EQ(kda::counters::last_step_kernel_kinds.load(), int(kda::cuda_config::kAllStepKinds))
         << c.name() << ": the kinds compiled";
   }
-  for (int rep = 0; rep < 2; ++rep) {
+  for (int rep = 0; rep < 3; ++rep) {
     Config c;
     c.H = 4;
     c.B = B;
-    c.Qr = 8;
+    c.Qr = rep < 2 ? 8 : 16;
     c.variant = rep ? Variant::kAuto : Variant::kWide;
-    c.gate1 = rep == 0;
+    c.gate1 = rep != 1;
     c.gate2 = rep == 1;
     c.ds = rep == 0;
     c.lower_bound = rep == 1;
-    expect_append_equals_decode(c, 6800 + rep, 91 + rep, 10, std::string("six CTAs per SM ") + variant_name(c.variant));
+    expect_append_equals_decode(c, 6800 + rep, 91 + rep, c.Qr + 2,
+                                std::string(c.Qr > 8 ? "five" : "six") + " CTAs per SM " + variant_name(c.variant));
   }
 }
 
