@@ -128,11 +128,13 @@ struct MCase {
   bool error;  // one request with a caller error (ACCEPTED)
   Variant variant;
   bool narrow;  // the policy asks for the narrow form (Policy::narrow 'on')
+  int qr;       // records per row (0: window - 2)
   std::string name() const {
     std::ostringstream os;
     os << kind_name(kind) << " H" << H << " B" << B << " q" << q << (ds ? " DS" : " SD") << (conv_f32 ? " conv32" : "")
        << (state_bf16 ? " state16" : "") << (lb ? " lb" : "") << (gate2 ? " gate2" : "") << (gate1 ? " gate1" : "") << (views ? " views" : "")
-       << " layout" << layout << " null" << null_slot << (error ? " error" : "") << " " << kda::variant_name(variant);
+       << " layout" << layout << " null" << null_slot << (error ? " error" : "") << (qr ? " Qr" + std::to_string(qr) : "")
+       << " " << kda::variant_name(variant);
     return os.str();
   }
 };
@@ -165,7 +167,7 @@ void run_mcase(const MCase& c, bool gpu, uint64_t seed) {
   ps.state_slot_extra = 8;
   if (records) {
     ps.rows_r = ps.nslots;
-    ps.Qr = window - 2;
+    ps.Qr = c.qr ? c.qr : window - 2;
     ps.rec_row_extra = 4;
     ps.with_pending = true;
   }
@@ -327,13 +329,13 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   const bool gpu = have_gpu();
   std::vector<Variant> variants = {Variant::kAuto};
   if (gpu) variants = {Variant::kSplit, Variant::kWide, Variant::kWS};
-  int n = 0, twins = 0, dense = 0, six = 0, narrow = 0;
+  int n = 0, twins = 0, dense = 0, six = 0, five = 0, narrow = 0;
   const int sms = gpu_sms();
   uint64_t seed = 5000;
   for (Variant v : variants)
     for (Kind k : {Kind::kDecode, Kind::kDecodeOut, Kind::kAppend, Kind::kPerToken, Kind::kRecord, Kind::kFused,
                    Kind::kCommit, Kind::kFlush})
-      for (int shape = 0; shape < 11; ++shape) {
+      for (int shape = 0; shape < 12; ++shape) {
         if (k == Kind::kAppend && v == Variant::kWS) continue;  // WS has no append path (refused)
         MCase c{};
         c.kind = k;
@@ -391,6 +393,12 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
           c.H = 4, c.B = kda::heuristics::kStepBf16Q1CtasPerSm * sms / 4 + 3, c.q = 1;
           c.ds = k == Kind::kDecode, c.lb = true, c.bias = true, c.layout = 0, c.null_slot = -1;
           c.state_bf16 = true, c.gate1 = k == Kind::kDecode, c.gate2 = k == Kind::kPerToken, c.narrow = true;
+        } else if (shape == 11) {
+          // fp32 append at Qr = 16 (pending up to Qr: a full row on the way), 544 items: the fp32 q = 1 kernel compiled
+          // for five CTAs per SM (six CTAs' staged records do not fit)
+          if (!gpu || v != Variant::kWide || k != Kind::kAppend) continue;
+          c.H = 4, c.B = 136, c.q = 1, c.qr = 16;
+          c.ds = true, c.lb = false, c.bias = true, c.layout = 1, c.null_slot = -1, c.gate1 = true;
         } else if (shape == 9) {
           // record and fused at q = 1, gate mode 0 (one item): the recording kinds' q = 1 kernels read f_a that
           // other threads staged, behind the staged-inputs barrier that only the F_B dot needs there
@@ -411,6 +419,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
         twins += kda::counters::last_step_fold_warps.load() > 0;
         dense += kda::counters::last_step_kernel_ctas_per_sm.load() == kda::cuda_config::kDenseVerifyCtasPerSm;
         six += kda::counters::last_step_kernel_ctas_per_sm.load() == 6;
+        five += k == Kind::kAppend && kda::counters::last_step_kernel_ctas_per_sm.load() == 5;
         narrow += kda::cuda_config::kNarrowCtasPerSm > 0 &&
                   kda::counters::last_step_kernel_ctas_per_sm.load() == kda::cuda_config::kNarrowCtasPerSm;
         ++n;
@@ -425,6 +434,9 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
   if (gpu && 544 > 3 * sms && kda::heuristics::kStepBf16Q1CtasPerSm == 6 &&
       kda::heuristics::kStepF32AppendCtasPerSm == 6)
     EXPECT_GE(six, 3) << "the six-CTA q = 1 kernels ran in fewer than three cases";
+  // fp32 append at Qr = 16 (shape 11) beyond the spread grids
+  if (gpu && 544 > 3 * sms && kda::heuristics::kStepF32AppendCtasPerSm == 6)
+    EXPECT_EQ(five, 1) << "the fp32 kernel compiled for five CTAs per SM ran in other than one case (append, Qr = 16)";
   if (gpu && kda::cuda_config::kNarrowCtasPerSm > 0)
     EXPECT_EQ(narrow, 2) << "the narrow form ran in other than two cases (decode, per_token)";
   // B = 0 on every variant and kind (no launch, nothing written)
@@ -440,7 +452,7 @@ TEST(SanitizerMatrix, EveryVariantEveryStepKind) {
     }
   std::cout << "[sanitizer-matrix] " << n << " cases on the " << (gpu ? "GPU" : "CPU (self-check, no GPU)") << " ("
             << twins << " on the fold-warp twins, " << dense << " on the dense verify form, " << six
-            << " on the six-CTA q = 1 kernels, " << narrow << " on the narrow form)\n";
+            << " on the six-CTA q = 1 kernels, " << five << " on the five-CTA fp32 one, " << narrow << " on the narrow form)\n";
 }
 
 }  // namespace
