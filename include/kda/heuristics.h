@@ -389,13 +389,13 @@ inline StepLayout step_layout(int q, int split, int state_bytes, int records, in
   int64_t per_sm = spread_ctas_per_sm(ctas, sms);  // 0: not spread
   if (per_sm > prefer_ctas_per_sm) per_sm = 0;
   // a grid spread at up to kStepSpreadCtasPerSm CTAs per SM is laid out for the CTAs that will
-  // share an SM (so it takes the stages that fit beside them, not beside four)
-  // then every count below the preferred one: fp32 append at Qr = 12–16 (records that fit five CTAs, not six) five
-  // (kStepF32AppendCtasPerSm)
+  // share an SM (so it takes the stages that fit beside them, not beside four); after that first
+  // count, every count from the preferred one down (fp32 append at Qr = 12–16, whose records fit
+  // five CTAs but not six, takes five: kStepF32AppendCtasPerSm)
   const int first = per_sm > 0 ? int(per_sm) : small ? 2 : prefer_ctas_per_sm;
   for (int i = 0; i <= prefer_ctas_per_sm; ++i) {
     const int cps = i == 0 ? first : prefer_ctas_per_sm + 1 - i;
-    if (cps > prefer_ctas_per_sm || cps < 1) continue;
+    if (cps > prefer_ctas_per_sm) continue;
     for (int st = top; st >= 1; --st) {
       const cuda_config::StepSmem L{q, split, st, state_bytes, records, 2 + q, threads};
       const int64_t bytes = L.bytes();
