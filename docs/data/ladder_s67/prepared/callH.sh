@@ -23,8 +23,8 @@ echo "$GPU" > "$OUT/gpu.txt"
 # h5's GPU tests: the append tests (fp32 append at six and at five CTAs per SM, SPEC §8's identities), every variant and
 # kind; the fp32 append test at six and five CTAs per SM under memcheck
 F='CudaVsCpu.*Append*:CudaVsCpu.EveryVariantEveryStepKind:CudaVsCpu.SharedGateEveryStepKind'
-timeout ${TESTS_S:-150} $B/bin/kda_cuda_tests --gtest_filter="$F" > "$OUT/tests_h5.txt" 2>&1; echo "tests rc $?"
-timeout ${MATRIX_S:-90} $B/bin/kda_tests --gtest_filter='SanitizerMatrix.*' > "$OUT/matrix_h5.txt" 2>&1; echo "matrix rc $?"
+timeout ${TESTS_S:-240} $B/bin/kda_cuda_tests --gtest_filter="$F" > "$OUT/tests_h5.txt" 2>&1; echo "tests rc $?"
+timeout ${MATRIX_S:-120} $B/bin/kda_tests --gtest_filter='SanitizerMatrix.*' > "$OUT/matrix_h5.txt" 2>&1; echo "matrix rc $?"
 timeout ${MEMCHECK_S:-100} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/kda_cuda_tests \
   --gtest_filter='CudaVsCpu.Fp32AppendSixCtasPerSmWide' > "$OUT/memcheck_h5.txt" 2>&1; echo "memcheck rc $?"
 grep -hE "^\[  (PASSED|FAILED) |ERROR SUMMARY" "$OUT"/tests_h5.txt "$OUT"/matrix_h5.txt "$OUT"/memcheck_h5.txt | head
