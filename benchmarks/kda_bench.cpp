@@ -11,7 +11,7 @@
 //                  [--qr 4,8,16] (append: records per row; whole cycles of Qr steps timed)
 //                  [--q 1] [--variant auto|split|wide|ws] [--state f32|bf16|f32,bf16] [--gate 0|1|2|auto]
 //                  [--layout ds|sd] [--narrow auto|on|off] [--peer FILE] [--csv FILE] [--dump-out PREFIX]
-//                  [--sms N]
+//                  [--sms N] [--stagger on|off]
 //   --narrow    the policy's CTA form for Wide's bf16 q = 1 decode / per_token steps (Policy::narrow); the
 //               variant column then ends in "n" where the plan runs the narrow form
 //   --gate      the policy's gate mode (SPEC §5; default 0): 0 per item, 1 shared (the gate
@@ -29,6 +29,9 @@
 //               more DRAM bandwidth per SM, e.g. an H100 (3.35 TB/s) on 88 SMs has the H200's 36-38 GB/s per SM. The
 //               copy ceiling and so the floor stay the whole device's; the planner still plans for all SMs, so
 //               grids below about ten waves run otherwise than on such a card
+//   --stagger   append: the rows start at staggered cycle positions (request b of a group with pending = 1 + b mod Qr,
+//               as requests that joined at different steps) instead of all full, so that each step folds a mix of
+//               pending counts and writes back 1 / Qr of the checkpoints; the same bytes per cycle (mode append+s)
 //   --dump-out  after each point, the last replay's outputs (steps × rows × D bf16, the graph's
 //               steps in order) written raw to PREFIX_<mode>_<state>_H<H>_B<B>.bin: for builds whose
 //               kernels write a probe into the outputs (KDA_TIMELINE, benchmarks/ladder/timeline.py)
@@ -136,6 +139,7 @@ void fill_device(void* p, size_t bytes, std::mt19937& rng, bool f32, float scale
 
 std::string g_dump_out;                   // --dump-out PREFIX
 NarrowForm g_narrow = NarrowForm::kAuto;  // --narrow
+bool g_stagger = false;                   // --stagger
 
 struct Result {
   double us, floor_us, gbs;
@@ -232,12 +236,8 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
     fill_device(kg, rk, rng, true);  // gates ~N(0, .05): decays near 1, fine for timing
     caches.correction = make_view(corr, DType::kF32, {P, H, Qr, K}, Device::kCUDA);
     caches.key_gate = make_view(kg, DType::kF32, {P, H, Qr, 2 * K}, Device::kCUDA);
-    std::vector<int> ph(P, pending_n);
-    ph[0] = 0;
     pend = dalloc(P * 4);
     pend0 = dalloc(P * 4);
-    CK(cudaMemcpy(pend0, ph.data(), P * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(pend, ph.data(), P * 4, cudaMemcpyHostToDevice));
     caches.pending = make_view(pend, DType::kI32, {P}, Device::kCUDA);
   }
   // inputs: one random block of 16 MiB repeated (values need not be independent across rows,
@@ -253,6 +253,14 @@ Result bench_one(StepMode mode, int H, int B, int q, Variant variant, bool bf16_
   std::vector<int> sl(perm.begin(), perm.end());
   void* slots = dalloc(sl.size() * 4);
   CK(cudaMemcpy(slots, sl.data(), sl.size() * 4, cudaMemcpyHostToDevice));
+  if (pend) {  // each row's pending count at the start of every replay (the graph's first copy)
+    std::vector<int> ph(P, pending_n);
+    ph[0] = 0;
+    if (append && g_stagger)  // group g's request b holds slot sl[g·B + b]
+      for (int i = 0; i < P - 1; ++i) ph[sl[i]] = 1 + (i % B) % Qr;
+    CK(cudaMemcpy(pend0, ph.data(), P * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(pend, ph.data(), P * 4, cudaMemcpyHostToDevice));
+  }
   // fused steps fold pending = q records: pending must equal accepted (SPEC §4)
   void* acc = nullptr;
   if (mode == StepMode::kFused) {
@@ -355,6 +363,8 @@ int main(int argc, char** argv) {
       g_narrow = parse_narrow_form(v);
     else if (k == "--sms")
       sms = std::stoi(v);
+    else if (k == "--stagger")
+      g_stagger = v == "on";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -454,7 +464,9 @@ int main(int argc, char** argv) {
                             r.gate_plan == 1 ? "+g1" : "");
               const std::string greq = gate < 0 ? "auto" : std::to_string(gate);
               char mname[24];
-              std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", ms.c_str(), qr);
+              // (staggered append rows: mode append+s)
+              const std::string mlabel = qr > 0 && g_stagger ? ms + "+s" : ms;
+              std::snprintf(mname, sizeof mname, qr > 0 ? "%s/%d" : "%s", mlabel.c_str(), qr);
               // the peer's decode figure beside decode and append points
               const double pu = m == StepMode::kDecode || m == StepMode::kAppend ? peer_us(H, B) : 0.0;
               std::printf("%-9s %2d %3d %4d %-5s %1s %-2s %-12s %9.2f %9.2f %6.2f %7.0f %5.1f%%", mname, q, H, B,
@@ -463,10 +475,10 @@ int main(int argc, char** argv) {
               if (pu > 0) std::printf(" %9.2f %6.3f", pu, r.us / pu);
               std::printf("\n");
               if (f)
-                std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%s,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f,%d\n", ms.c_str(),
-                             q, H, B, vs.c_str(), r.variant, r.split, state.c_str(), greq.c_str(), layout_s.c_str(), qr,
-                             r.us, r.floor_us, r.us / r.floor_us, r.gbs, 100.0 * r.gbs * 1e9 / ceiling, pu,
-                             pu > 0 ? r.us / pu : 0.0, r.gate_plan);
+                std::fprintf(f, "%s,%d,%d,%d,%s,%s,%d,%s,%s,%s,%d,%.3f,%.3f,%.4f,%.1f,%.2f,%.3f,%.4f,%d\n",
+                             mlabel.c_str(), q, H, B, vs.c_str(), r.variant, r.split, state.c_str(), greq.c_str(),
+                             layout_s.c_str(), qr, r.us, r.floor_us, r.us / r.floor_us, r.gbs,
+                             100.0 * r.gbs * 1e9 / ceiling, pu, pu > 0 ? r.us / pu : 0.0, r.gate_plan);
               std::fflush(stdout);
             }
     }

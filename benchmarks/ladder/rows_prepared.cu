@@ -37,8 +37,9 @@
 //          and running its token, step j > 0 folding j records into a running copy that is not
 //          written; the records staged by bulk copy beside the prepared vectors, g -> e, the fold
 //          and the token per row (the step kernel's arithmetic), the token's record written, the
-//          gated RMSNorm. Six CTAs per SM and one stage at Qr = 8, four at Qr = 16 (the step's
-//          layouts); arows4/8: four and two stages. Checked against the CPU reference
+//          gated RMSNorm. Six CTAs per SM and one stage at Qr = 8, four at Qr = 16; arows4/8: four
+//          and two stages; arows5/16: five and one stage (the step's Qr = 12-16 layout since
+//          session 67, which beats arows/16 at four). Checked against the CPU reference
 //   amove/Qr the same bytes without the arithmetic: what moving an append cycle's data costs
 //   frowsC/q4 a fused verify step's row loop with its prologue done (issue "Verify steps at decode
 //          speed"): the q = 4 pending records staged beside the four tokens' prepared vectors, per
@@ -1319,7 +1320,9 @@ int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, fl
                         {"arows4/8", staged_rows_kernel<1, true, 4, 2>, 8, 2},
                         {"amove/8", staged_rows_kernel<1, false, 6, 1>, 8, 1},
                         {"arows/16", staged_rows_kernel<1, true, 4, 1>, 16, 1},
-                        {"amove/16", staged_rows_kernel<1, false, 4, 1>, 16, 1}};
+                        {"amove/16", staged_rows_kernel<1, false, 4, 1>, 16, 1},
+                        {"arows5/16", staged_rows_kernel<1, true, 5, 1>, 16, 1},
+                        {"amove5/16", staged_rows_kernel<1, false, 5, 1>, 16, 1}};
   for (const Form& f : forms)
     CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(f.Qr, f.stages)));
 
