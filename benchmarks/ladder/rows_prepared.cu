@@ -1316,13 +1316,12 @@ int append_rungs(int H, int B, int N, int P, double ceiling, cudaStream_t st, fl
     void (*fn)(ArgsR);
     int Qr, stages;
   };
-  const Form forms[] = {{"arows/8", staged_rows_kernel<1, true, 6, 1>, 8, 1},
-                        {"arows4/8", staged_rows_kernel<1, true, 4, 2>, 8, 2},
-                        {"amove/8", staged_rows_kernel<1, false, 6, 1>, 8, 1},
-                        {"arows/16", staged_rows_kernel<1, true, 4, 1>, 16, 1},
-                        {"amove/16", staged_rows_kernel<1, false, 4, 1>, 16, 1},
-                        {"arows5/16", staged_rows_kernel<1, true, 5, 1>, 16, 1},
-                        {"amove5/16", staged_rows_kernel<1, false, 5, 1>, 16, 1}};
+  const Form forms[] = {
+      {"arows/8", staged_rows_kernel<1, true, 6, 1>, 8, 1},     {"arows4/8", staged_rows_kernel<1, true, 4, 2>, 8, 2},
+      {"amove/8", staged_rows_kernel<1, false, 6, 1>, 8, 1},    {"arows/16", staged_rows_kernel<1, true, 4, 1>, 16, 1},
+      {"amove/16", staged_rows_kernel<1, false, 4, 1>, 16, 1},  {"arows5/16", staged_rows_kernel<1, true, 5, 1>, 16, 1},
+      {"amove5/16", staged_rows_kernel<1, false, 5, 1>, 16, 1},
+  };
   for (const Form& f : forms)
     CK(cudaFuncSetAttribute(f.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_of(f.Qr, f.stages)));
 
