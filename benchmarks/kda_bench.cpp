@@ -363,9 +363,13 @@ int main(int argc, char** argv) {
       g_narrow = parse_narrow_form(v);
     else if (k == "--sms")
       sms = std::stoi(v);
-    else if (k == "--stagger")
+    else if (k == "--stagger") {
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "--stagger: expected on or off, got '%s'\n", v.c_str());
+        return 2;
+      }
       g_stagger = v == "on";
-    else {
+    } else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }

@@ -38,8 +38,8 @@
 //          written; the records staged by bulk copy beside the prepared vectors, g -> e, the fold
 //          and the token per row (the step kernel's arithmetic), the token's record written, the
 //          gated RMSNorm. Six CTAs per SM and one stage at Qr = 8, four at Qr = 16; arows4/8: four
-//          and two stages; arows5/16: five and one stage (the step's Qr = 12-16 layout since
-//          session 67, which beats arows/16 at four). Checked against the CPU reference
+//          and two stages; arows5/16: five and one stage (the step's Qr = 12-16 layout, which beats
+//          arows/16 at four). Checked against the CPU reference
 //   amove/Qr the same bytes without the arithmetic: what moving an append cycle's data costs
 //   frowsC/q4 a fused verify step's row loop with its prologue done (issue "Verify steps at decode
 //          speed"): the q = 4 pending records staged beside the four tokens' prepared vectors, per
