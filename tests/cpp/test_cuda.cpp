@@ -1717,6 +1717,69 @@ TEST_F(CudaVsCpu, ErrorFlagsOnDevice) {
   }
 }
 
+/// A recording request found in error after its slot was read (pending above Qr), beside requests that run: fp32
+/// append on a small grid and on the six- and five-CTA kernels' grids (more than three CTAs per SM), and fused. The
+/// flag and the first request are reported, the request's output rows are zero, and its state tile, records row,
+/// pending entry and window are untouched bitwise. (A kernel may start a request's state copy once its slot is known:
+/// the copy must land before the CTA leaves, and nothing may be written from it.)
+TEST_F(CudaVsCpu, ErrorFlagsOnDeviceRecordingKinds) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  struct Case {
+    StepMode mode;
+    int q, B, Qr;
+    Variant v;
+  };
+  const int big = (3 * sms) / 4 + 1;  // H = 4: more than three CTAs per SM
+  for (const Case& k : {Case{StepMode::kAppend, 1, 4, 8, Variant::kWide}, Case{StepMode::kAppend, 1, big, 8, Variant::kAuto},
+                        Case{StepMode::kAppend, 1, big, 16, Variant::kAuto}, Case{StepMode::kAppend, 1, 4, 8, Variant::kSplit},
+                        Case{StepMode::kFused, 2, 4, 4, Variant::kWide}, Case{StepMode::kFused, 2, big, 4, Variant::kAuto}}) {
+    Config c;
+    c.variant = k.v;
+    c.mode = k.mode;
+    c.H = 4;
+    c.B = k.B;
+    c.q = k.q;
+    c.Qr = k.Qr;
+    c.pad = false;
+    c.gate2 = true;
+    c.pending = 1;
+    World w(c, 43 + k.B + k.Qr);
+    const std::vector<int> bad = {2, k.B - 1};
+    for (int b : bad) w.pending.h<int>()[w.slots.h<int>()[b * w.slots_cols]] = w.Qr + 1;
+    w.pending.up();
+    const auto state0 = w.state.host, corr0 = w.corr.host, kg0 = w.kg.host, pend0 = w.pending.host, conv0 = w.conv.host;
+    PreparedKda gk(w.weights(true), w.policies(true), c.ds, 0);
+    gk.prepare(w.caches(true));
+    gk.run(w.projected(true), w.outv(true), w.caches(true), w.args(true));
+    const Status s = gk.status();
+    EXPECT_EQ(s.flags, uint32_t(kPending)) << c.name() << ": " << s.describe();
+    EXPECT_EQ(s.first_request, 2) << c.name();
+    auto out = w.out.down();
+    auto st = w.state.down();
+    auto corr = w.corr.down();
+    auto kg = w.kg.down();
+    auto pend = w.pending.down();
+    auto conv = w.conv.down();
+    const std::size_t tile = std::size_t(c.H) * K * K * 4, crow = std::size_t(c.H) * w.Qr * K * 4;
+    const std::size_t wtile = std::size_t(3) * w.D * w.window * 2;
+    for (int b : bad) {
+      for (int t = 0; t < c.q; ++t)
+        for (int i = 0; i < w.D; ++i)
+          ASSERT_EQ(to_f(out, std::size_t(b * c.q + t) * w.D + i, true), 0.f) << c.name() << ": error rows are zero";
+      const int sl = w.slots.h<int>()[b * w.slots_cols];
+      EXPECT_EQ(0, std::memcmp(st.data() + sl * tile, state0.data() + sl * tile, tile)) << c.name() << " state " << b;
+      EXPECT_EQ(0, std::memcmp(corr.data() + sl * crow, corr0.data() + sl * crow, crow)) << c.name() << " u " << b;
+      EXPECT_EQ(0, std::memcmp(kg.data() + sl * 2 * crow, kg0.data() + sl * 2 * crow, 2 * crow)) << c.name() << " k, g " << b;
+      EXPECT_EQ(0, std::memcmp(conv.data() + sl * wtile, conv0.data() + sl * wtile, wtile)) << c.name() << " window " << b;
+      EXPECT_EQ(0, std::memcmp(pend.data() + sl * 4, pend0.data() + sl * 4, 4)) << c.name() << " pending " << b;
+    }
+    // the requests that ran wrote their pending entry (append: p + 1; fused: zero, then the caller's accepted)
+    const int ok = w.slots.h<int>()[0];
+    EXPECT_NE(std::memcmp(pend.data() + ok * 4, pend0.data() + ok * 4, 4), 0) << c.name() << ": request 0 ran";
+  }
+}
+
 }  // namespace
 
 #else
