@@ -13,6 +13,8 @@ cp $W/t/bin/kda_bench $W/bin/kda_bench_old && cp $W/f/bin/kda_cuda_tests_pl1 $W/
 cp build/gpu/benchmarks/kda_bench $W/bin/kda_bench_new
 cp build/gpu/tests/cpp/kda_cuda_tests build/gpu/tests/cpp/kda_tests $W/bin/
 for n in old new; do ln $W/bin/kda_bench_$n $W/bin/kda_bench_${n}88; done
+ln $W/bin/kda_bench_new $W/bin/kda_bench_tree  # (the targets ladder's name)
+cp build/gpu/benchmarks/rows_prepared $W/bin/
 { git rev-parse --short HEAD; echo "old: $(cat $W/t/bin/commit.txt); pl1, pl2: $(head -1 $W/f/bin/commit.txt) + plant_s70.diff"; } > $W/bin/commit.txt
 tar cf - -C $W bin | xz -T2 --lzma2=preset=6,dict=256MiB > .gpuS70/binG.tar.xz
 rm -rf $W
