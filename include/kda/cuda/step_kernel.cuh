@@ -493,18 +493,12 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       bulk_g2s(s_reckg, kgp, uint32_t(npend) * 2 * K * 4, &rec_full);
     }
   }
-  // The staged records' gates g replaced by their decays e = exp(g), in place, four columns a
-  // thread (K = 4 · 32): unit i = record i / 32, columns 4·(i % 32) …, by threads first, first +
-  // stride, … (the main warps, or the fold warps where they fold). NOTES: four decays a unit, not
-  // one — the element's record and column cost more instructions than its exp (15.5 against 5.8
-  // a decay, SASS).
-  static_assert(K == 4 * 32, "a record's gates: 32 float4");
+  // The staged records' gates g replaced by their decays e = exp(g), in place: by threads
+  // first, first + stride, … (the main warps, or the fold warps where they fold)
   auto records_decays = [&](int first, int stride) {
-#pragma unroll 1
-    for (int i = first; i < npend * 32; i += stride) {  // (unrolled, the loop's registers spill)
-      float4* gp = reinterpret_cast<float4*>(s_reckg + (i >> 5) * 2 * K + K) + (i & 31);
-      const float4 g4 = *gp;
-      *gp = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+    for (int i = first; i < npend * K; i += stride) {
+      float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+      *gp = decay_of(*gp);
     }
   };
   // ---- fold warps (fused; NOTES: fold warps): fold each chunk as it lands, then leave ---------
@@ -1217,30 +1211,12 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       }
     }
     if ((s += NP) == stages) s = 0, phase ^= 1u;
-    // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings).
-    // NOTES: the operands by pointers stepped once a record (crow[j] = crow[0] + j·CR), q = 1
-    // unrolled by four records: 36.25 SASS instructions a record and chunk against 39 with the
-    // record's index, 32 of them the fold's arithmetic. Where append has many records to fold
-    // its steps are bound by issue (docs/PERFORMANCE.md, session 68).
-    if constexpr (T::kQ == 1) {
-      const float* kg = s_reckg + lane * 4;
-      const float* ur = s_recu + crow[0];
-      const float* const kg_end = kg + nfold * 2 * K;
-      constexpr int kFoldUnroll = sizeof(StateT) == 4 ? 4 : 1;
-#pragma unroll kFoldUnroll
-      for (; kg != kg_end; kg += 2 * K, ur += RC) {
-        const float4 kk = *reinterpret_cast<const float4*>(kg);
-        const float4 ee = *reinterpret_cast<const float4*>(kg + K);
+    // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings)
+    for (int pp = 0; pp < nfold; ++pp) {
+      const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
+      const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
 #pragma unroll
-        for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], ur + j * CR, kk, ee, trow(0));
-      }
-    } else {
-      for (int pp = 0; pp < nfold; ++pp) {
-        const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
-        const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
-#pragma unroll
-        for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], s_recu + pp * RC + crow[j], kk, ee, trow(0));
-      }
+      for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], s_recu + pp * RC + crow[j], kk, ee, trow(0));
     }
     if (write_ck) {
 #pragma unroll
