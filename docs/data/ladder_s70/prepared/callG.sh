@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 70's call G, carry [".gpuS70", ".kdawhl70"] (build_G.sh; the wheel of the same tree:
-# `KDA_CUDA_ARCHS=90a python3.12 -m pip wheel --no-deps -w .kdawhl70 .`), in CAP seconds (default 560).
+# Session 70's call G, carry [".gpuS70", ".kdawhl70"] (build_G.sh builds both: the binaries, and the wheel of the
+# tree with rung fd), in CAP seconds (default 560).
 # 1. LADDER_G1 / G2 (two passes, the second reversed), at most CAP_G seconds (default 220): the tree with rung fd
 #    (`new`) against the tree before it (`old`): fp32 append Qr = 8, 12, 16 on 88 SMs (the H200 proxy), Qr = 8, 16 on
 #    the whole card, fused and record q = 4 at H = 96 x B = 1, 2, 6, 64, fused q = 1, 2, bf16 append and bf16 fused
