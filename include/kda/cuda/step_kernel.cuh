@@ -493,12 +493,27 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       bulk_g2s(s_reckg, kgp, uint32_t(npend) * 2 * K * 4, &rec_full);
     }
   }
-  // The staged records' gates g replaced by their decays e = exp(g), in place: by threads
-  // first, first + stride, … (the main warps, or the fold warps where they fold)
+  // The staged records' gates g replaced by their decays e = exp(g), in place, by threads first,
+  // first + stride, … (the main warps, or the fold warps where they fold). q = 1 kernels: four
+  // columns a thread (unit i = record i / 32, columns 4·(i % 32) …). NOTES: a unit of four spares
+  // the element's record and column (SASS: 7.5 instructions a decay against 15.5). With the fold
+  // below it took fp32 append at Qr = 8 3.3–3.7% faster on 88 SMs (the six-CTA kernel's spill
+  // stores 20 → 8 bytes) and bf16 append 1.3–2.3%; the q ≥ 2 kernels keep one a thread (bf16 fused q = 3
+  // lost 0.5–1% with four: a new 4-byte spill). docs/PERFORMANCE.md, session 71.
+  static_assert(K == 4 * 32, "a record's gates: 32 float4");
   auto records_decays = [&](int first, int stride) {
-    for (int i = first; i < npend * K; i += stride) {
-      float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
-      *gp = decay_of(*gp);
+    if constexpr (T::kQ == 1) {
+#pragma unroll 1
+      for (int i = first; i < npend * 32; i += stride) {  // (one unit at a time: fewer live registers)
+        float4* gp = reinterpret_cast<float4*>(s_reckg + (i >> 5) * 2 * K + K) + (i & 31);
+        const float4 g4 = *gp;
+        *gp = make_float4(decay_of(g4.x), decay_of(g4.y), decay_of(g4.z), decay_of(g4.w));
+      }
+    } else {
+      for (int i = first; i < npend * K; i += stride) {
+        float* gp = s_reckg + (i / K) * 2 * K + K + i % K;
+        *gp = decay_of(*gp);
+      }
     }
   };
   // ---- fold warps (fused; NOTES: fold warps): fold each chunk as it lands, then leave ---------
@@ -1211,12 +1226,28 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
       }
     }
     if ((s += NP) == stages) s = 0, phase ^= 1u;
-    // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings)
-    for (int pp = 0; pp < nfold; ++pp) {
-      const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
-      const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
+    // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings).
+    // NOTES: q = 1 steps the operands' pointers once a record (crow[j] = crow[0] + j·CR) instead of
+    // forming them from the record's index, one record an iteration: unrolled by four (36.25 SASS
+    // instructions a record and chunk against 39) it spilled more and lost 0.5–1.3% at Qr = 12–16.
+    if constexpr (T::kQ == 1) {
+      const float* kg = s_reckg + lane * 4;
+      const float* ur = s_recu + crow[0];
+      const float* const kg_end = kg + nfold * 2 * K;
+#pragma unroll 1
+      for (; kg != kg_end; kg += 2 * K, ur += RC) {
+        const float4 kk = *reinterpret_cast<const float4*>(kg);
+        const float4 ee = *reinterpret_cast<const float4*>(kg + K);
 #pragma unroll
-      for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], s_recu + pp * RC + crow[j], kk, ee, trow(0));
+        for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], ur + j * CR, kk, ee, trow(0));
+      }
+    } else {
+      for (int pp = 0; pp < nfold; ++pp) {
+        const float4 kk = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + lane * 4);
+        const float4 ee = *reinterpret_cast<const float4*>(s_reckg + pp * 2 * K + K + lane * 4);
+#pragma unroll
+        for (int j = 0; j < NP; ++j) fold_record_e<RPW>(S[j], s_recu + pp * RC + crow[j], kk, ee, trow(0));
+      }
     }
     if (write_ck) {
 #pragma unroll
