@@ -498,8 +498,8 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
   // columns a thread (unit i = record i / 32, columns 4·(i % 32) …). NOTES: a unit of four spares
   // the element's record and column (SASS: 7.5 instructions a decay against 15.5). With the fold
   // below it took fp32 append at Qr = 8 3.3–3.7% faster on 88 SMs (the six-CTA kernel's spill
-  // stores 20 → 8 bytes) and bf16 append 1.3–2.3%; the q ≥ 2 kernels keep one a thread (bf16 fused q = 3
-  // lost 0.5–1% with four: a new 4-byte spill). docs/PERFORMANCE.md, session 71.
+  // stores 20 → 8 bytes) and bf16 append 1.4–1.9%; the q ≥ 2 kernels keep one a thread (bf16
+  // fused q = 3 lost 0.5–1% with four: a new 4-byte spill). docs/PERFORMANCE.md, session 71.
   static_assert(K == 4 * 32, "a record's gates: 32 float4");
   auto records_decays = [&](int first, int stride) {
     if constexpr (T::kQ == 1) {
@@ -1229,7 +1229,7 @@ __global__ void __launch_bounds__(T::kBoundThreads, T::kBoundBlocks)
     // fused / append: fold the pending records (S = fmaf(u, k, S·e), the token's roundings).
     // NOTES: q = 1 steps the operands' pointers once a record (crow[j] = crow[0] + j·CR) instead of
     // forming them from the record's index, one record an iteration: unrolled by four (36.25 SASS
-    // instructions a record and chunk against 39) it spilled more and lost 0.5–1.3% at Qr = 12–16.
+    // instructions a record and chunk against 39) it spilled more and lost 0.5–1.5% at Qr = 12–16.
     if constexpr (T::kQ == 1) {
       const float* kg = s_reckg + lane * 4;
       const float* ur = s_recu + crow[0];
